@@ -1,0 +1,1 @@
+"""The Ray job: the synchronous RL loop (rollout -> reward -> GRPO step -> weight sync)."""

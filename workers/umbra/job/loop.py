@@ -1,0 +1,103 @@
+"""The iteration loop of one run, run by the Ray job's driver (no Django here)."""
+from __future__ import annotations
+
+import logging
+import random
+import time
+
+import torch
+
+from umbra.config import RunConfig
+from umbra.data.registry import load_problems
+from umbra.models.registry import context_length, resolve_model
+from umbra.rewards.math_answer import math_reward
+from umbra.rollout.instance import start_instances
+from umbra.rollout.metrics import request_records, rollout_metrics
+from umbra.rollout.policies import make_policy
+from umbra.rollout.prompts import encode_prompts
+from umbra.rollout.request import make_groups
+from umbra.rollout.runner import run_rollout
+from umbra.training.grpo import group_advantages
+from umbra.training.trainer import start_trainer
+
+log = logging.getLogger("umbra.job")
+
+PROMPT_BUDGET = 512  # tokens reserved for the prompt (RunConfig checks max_tokens against it)
+
+
+class OffPolicyError(RuntimeError):
+    """A rollout used weights other than the trainer's current version."""
+
+
+def sync_weights(trainer, instances, version: int) -> float:
+    """Push the trainer's weights to every instance; returns seconds taken."""
+    import ray
+
+    t0 = time.time()
+    blob = trainer.weights_blob.remote()  # one object in the store, read by every instance
+    ray.get([inst.load_weights.remote(blob, version) for inst in instances])
+    return time.time() - t0
+
+
+def run(config: RunConfig, telemetry) -> None:
+    """Run ``config.iterations`` GRPO iterations, sending metrics via ``telemetry``.
+
+    Raises OffPolicyError if an instance sampled with stale weights, and lets Ray
+    errors propagate (the job then fails and the platform records why).
+    """
+    import ray
+    from transformers import AutoTokenizer
+
+    model_path = str(resolve_model(config.model))
+    tokenizer = AutoTokenizer.from_pretrained(model_path)
+    problems = load_problems(config.dataset, config.seed)
+    encoded = encode_prompts(tokenizer, problems)
+    pool = [(p, ids) for p, ids in zip(problems, encoded) if len(ids) <= PROMPT_BUDGET]
+    if not pool:
+        raise ValueError(f"every prompt of {config.dataset} is longer than {PROMPT_BUDGET} tokens")
+    log.info("loaded %d problems from %s; starting %d rollout instances", len(pool), config.dataset,
+             config.rollout_instances)
+
+    max_len = min(context_length(config.model), PROMPT_BUDGET + config.max_tokens)
+    instances = start_instances(config.rollout_instances, model_path, max_len, config.max_num_seqs,
+                                config.seed, config.temperature, config.kv_cache_gib)
+    trainer = start_trainer(model_path, config.learning_rate, config.kl_coef, config.clip_eps,
+                            config.train_minibatches, config.seed)
+    policy = make_policy(config.rollout_policy)
+    rng = random.Random(config.seed)
+    version = 0
+    log.info("instances and trainer ready")
+
+    for it in range(config.iterations):
+        t_iter = time.time()
+        batch = [pool[rng.randrange(len(pool))] for _ in range(config.prompts_per_iteration)]
+        groups = make_groups([ids for _, ids in batch], config.group_size, config.max_tokens,
+                             config.seed * 7919 + it)
+        requests, start, end = run_rollout(policy, instances, groups)
+        stale = {r.policy_version for r in requests} - {version}
+        if stale:
+            raise OffPolicyError(f"iteration {it}: rollout used policy versions {stale}, trainer is at {version}")
+
+        texts = tokenizer.batch_decode([r.output_token_ids for r in requests], skip_special_tokens=True)
+        rewards = [math_reward(t, batch[r.group_id][0].answer) for t, r in zip(texts, requests)]
+        adv = group_advantages(torch.tensor(rewards).view(len(groups), config.group_size)).view(-1)
+        train = ray.get(trainer.train_step.remote([r.prompt_token_ids for r in requests],
+                                                  [r.output_token_ids for r in requests], adv.tolist()))
+        version = int(train.pop("policy_version"))
+        sync_s = sync_weights(trainer, instances, version)
+
+        metrics = rollout_metrics(requests, start, end)
+        metrics.update(train)
+        metrics.update({
+            "reward/mean": sum(rewards) / len(rewards),
+            "reward/accuracy": sum(r > 0.5 for r in rewards) / len(rewards),
+            "sync/weight_time_s": sync_s,
+            "rollout/policy_version": float(version - 1),
+            "iteration/time_s": time.time() - t_iter,
+        })
+        telemetry.send(it, metrics, trace=request_records(requests, start))
+        log.info("iteration %d: rollout %.2fs (%.0f tok/s, tail %.2fs), train %.2fs, sync %.2fs, reward %.3f",
+                 it, metrics["rollout/time_s"], metrics["rollout/throughput_tok_s"], metrics["rollout/tail_time_s"],
+                 metrics["train/time_s"], sync_s, metrics["reward/mean"])
+    for inst in instances:
+        ray.get(inst.shutdown.remote())

@@ -1,0 +1,1 @@
+"""Model preparation and lookup: the tiny test model, SmolLM2 from its GGUF, paths."""

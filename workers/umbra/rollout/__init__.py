@@ -1,0 +1,1 @@
+"""The rollout layer: requests and groups, policies, vLLM instances, metrics."""

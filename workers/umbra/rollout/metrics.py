@@ -1,0 +1,67 @@
+"""Rollout metrics with the names of DESIGN.md, computed from finished requests."""
+from __future__ import annotations
+
+import statistics
+
+from umbra.rollout.request import Request
+
+
+def _percentile(sorted_vals: list[float], q: float) -> float:
+    """Nearest-rank percentile, ``q`` in [0, 100]."""
+    k = max(0, min(len(sorted_vals) - 1, int(round(q / 100 * len(sorted_vals) + 0.5)) - 1))
+    return sorted_vals[k]
+
+
+def tail_time(start_s: float, finishes: list[float], frac: float = 0.1) -> float:
+    """Seconds spent solely on the last ``frac`` of requests to complete (Seer §2):
+    from the moment ``1 - frac`` of requests have finished to the last finish.
+
+    Args: rollout start and per-request finish times (wall-clock seconds).
+    Raises ValueError on an empty list.
+    """
+    if not finishes:
+        raise ValueError("no finished requests")
+    ordered = sorted(finishes)
+    head = int(len(ordered) * (1 - frac))
+    head_done = ordered[head - 1] if head > 0 else start_s
+    return ordered[-1] - head_done
+
+
+def rollout_metrics(requests: list[Request], start_s: float, end_s: float) -> dict[str, float]:
+    """Per-iteration ``rollout/*`` metrics over finished ``requests``.
+
+    Units: seconds, tokens, tokens/s. Raises ValueError if a request has not finished.
+    """
+    if any(r.finish_s is None or r.start_s is None for r in requests):
+        raise ValueError("every request must be finished")
+    elapsed = max(end_s - start_s, 1e-9)
+    lengths = [len(r.output_token_ids) for r in requests]
+    latencies = sorted(r.finish_s - r.start_s for r in requests)
+    decode = [len(r.output_token_ids) / max(r.finish_s - r.start_s, 1e-9) for r in requests]
+    tail = tail_time(start_s, [r.finish_s for r in requests])
+    out = {
+        "rollout/time_s": elapsed,
+        "rollout/output_tokens": float(sum(lengths)),
+        "rollout/throughput_tok_s": sum(lengths) / elapsed,
+        "rollout/tail_time_s": tail,
+        "rollout/tail_frac": tail / elapsed,
+        "rollout/response_len/mean": statistics.fmean(lengths),
+        "rollout/response_len/max": float(max(lengths)),
+        "rollout/clip_ratio": sum(r.clipped for r in requests) / len(requests),
+        "rollout/decode_tok_s": statistics.median(decode),
+    }
+    for q in (50, 90, 99):
+        out[f"rollout/request_latency_s/p{q}"] = _percentile(latencies, q)
+    out["rollout/request_latency_s/max"] = latencies[-1]
+    return out
+
+
+def request_records(requests: list[Request], start_s: float) -> list[dict]:
+    """Per-request rows for the latency CDF and timelines; times relative to ``start_s``."""
+    return [
+        {"group": r.group_id, "index": r.index, "instance": r.instance,
+         "start_s": round(r.start_s - start_s, 4), "finish_s": round(r.finish_s - start_s, 4),
+         "output_tokens": len(r.output_token_ids), "finish_reason": r.finish_reason,
+         "policy_version": r.policy_version}
+        for r in requests
+    ]

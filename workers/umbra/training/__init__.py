@@ -1,0 +1,1 @@
+"""GRPO: group-normalized advantages, the clipped loss with KL, the trainer actor."""

@@ -1,0 +1,42 @@
+"""Turn (prompt, response) token lists into padded tensors for the trainer."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass
+class TokenBatch:
+    """``input_ids``/``attention_mask``: ``[B, L]``; ``response_mask``: ``[B, L-1]``,
+    1 where position ``t+1`` is a response token (aligned with next-token logprobs)."""
+
+    input_ids: torch.Tensor
+    attention_mask: torch.Tensor
+    response_mask: torch.Tensor
+
+
+def pack(prompts: list[list[int]], responses: list[list[int]], pad_id: int) -> TokenBatch:
+    """Right-pad ``prompt + response`` sequences. Raises ValueError on length mismatch."""
+    if len(prompts) != len(responses):
+        raise ValueError("prompts and responses differ in length")
+    seqs = [p + r for p, r in zip(prompts, responses)]
+    length = max(len(s) for s in seqs)
+    ids = torch.full((len(seqs), length), pad_id, dtype=torch.long)
+    attn = torch.zeros((len(seqs), length), dtype=torch.long)
+    resp = torch.zeros((len(seqs), length - 1), dtype=torch.float32)
+    for b, (p, s) in enumerate(zip(prompts, seqs)):
+        ids[b, : len(s)] = torch.tensor(s, dtype=torch.long)
+        attn[b, : len(s)] = 1
+        resp[b, len(p) - 1 : len(s) - 1] = 1.0
+    return TokenBatch(ids, attn, resp)
+
+
+def token_logprobs(model, batch: TokenBatch) -> tuple[torch.Tensor, torch.Tensor]:
+    """Next-token log-probs and entropies under ``model``, both ``[B, L-1]``."""
+    logits = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits[:, :-1].float()
+    logp_all = torch.log_softmax(logits, dim=-1)
+    target = batch.input_ids[:, 1:]
+    logp = torch.gather(logp_all, -1, target[..., None]).squeeze(-1)
+    entropy = -(logp_all.exp() * logp_all).sum(-1)
+    return logp, entropy

@@ -1,0 +1,109 @@
+"""The GRPO trainer: a torch + transformers model in a Ray actor."""
+from __future__ import annotations
+
+import copy
+import time
+
+import torch
+
+from umbra.training.batch import pack, token_logprobs
+from umbra.training.grpo import grpo_loss, masked_mean
+
+
+class GRPOTrainer:
+    """Holds the policy (float32), a frozen reference copy for the KL term and AdamW.
+
+    ``policy_version`` counts optimizer updates; version 0 is the initial model.
+    """
+
+    MICRO_BATCH = 4  # sequences per forward/backward; bounds activation memory
+
+    def __init__(self, model_path: str, learning_rate: float, kl_coef: float, clip_eps: float,
+                 minibatches: int, seed: int):
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        torch.manual_seed(seed)
+        self.model = AutoModelForCausalLM.from_pretrained(model_path, torch_dtype=torch.float32)
+        self.model.train()
+        tok = AutoTokenizer.from_pretrained(model_path)
+        self.pad_id = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+        self.ref = None
+        if kl_coef > 0:
+            self.ref = copy.deepcopy(self.model).eval()
+            self.ref.requires_grad_(False)
+        self.opt = torch.optim.AdamW(self.model.parameters(), lr=learning_rate, weight_decay=0.0)
+        self.kl_coef, self.clip_eps, self.minibatches = kl_coef, clip_eps, minibatches
+        self.policy_version = 0
+
+    def _micro(self, idx: list[int], prompts, responses):
+        return pack([prompts[i] for i in idx], [responses[i] for i in idx], self.pad_id)
+
+    def train_step(self, prompts: list[list[int]], responses: list[list[int]],
+                   advantages: list[float]) -> dict[str, float]:
+        """One GRPO update over B sequences (``minibatches`` optimizer steps).
+
+        Args: prompt and response token ids per sequence (``[B][*]``) and one
+            advantage per sequence (``[B]``).
+        Returns: ``train/loss``, ``train/kl``, ``train/entropy``, ``train/clip_frac``,
+            ``train/grad_norm``, ``train/time_s`` and the new ``policy_version``.
+        """
+        t0 = time.time()
+        n = len(prompts)
+        order = list(range(n))
+        micro = [order[i:i + self.MICRO_BATCH] for i in range(0, n, self.MICRO_BATCH)]
+        with torch.no_grad():  # rollout-time (old) and reference log-probs, fixed for this step
+            old = {tuple(m): token_logprobs(self.model, self._micro(m, prompts, responses))[0] for m in micro}
+            ref = ({tuple(m): token_logprobs(self.ref, self._micro(m, prompts, responses))[0] for m in micro}
+                   if self.ref is not None else None)
+        adv = torch.tensor(advantages, dtype=torch.float32)
+        per_mini = max(1, -(-len(micro) // self.minibatches))
+        stats = {"loss": 0.0, "kl": 0.0, "entropy": 0.0, "clip_frac": 0.0}
+        grad_norm = 0.0
+        for s in range(0, len(micro), per_mini):
+            group = micro[s:s + per_mini]
+            batches = [self._micro(m, prompts, responses) for m in group]
+            tokens = sum(float(b.response_mask.sum()) for b in batches)
+            self.opt.zero_grad(set_to_none=True)
+            for m, b in zip(group, batches):
+                logp, ent = token_logprobs(self.model, b)
+                loss, st = grpo_loss(logp, old[tuple(m)], ref[tuple(m)] if ref else None, adv[m],
+                                     b.response_mask, self.clip_eps, self.kl_coef)
+                weight = float(b.response_mask.sum()) / max(tokens, 1.0)
+                (loss * weight).backward()
+                stats["loss"] += float(loss) * weight
+                stats["kl"] += st["kl"] * weight
+                stats["clip_frac"] += st["clip_frac"] * weight
+                stats["entropy"] += float(masked_mean(ent.detach(), b.response_mask)) * weight
+            grad_norm = float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0))
+            self.opt.step()
+        steps = -(-len(micro) // per_mini)
+        self.policy_version += 1
+        out = {f"train/{k}": v / steps for k, v in stats.items()}
+        out.update({"train/grad_norm": grad_norm, "train/time_s": time.time() - t0,
+                    "policy_version": float(self.policy_version)})
+        return out
+
+    def weights_blob(self) -> bytes:
+        """The policy's weights as safetensors bytes (tied tensors cloned apart)."""
+        from safetensors.torch import save
+
+        return save({k: v.detach().contiguous().clone() for k, v in self.model.state_dict().items()})
+
+    @torch.no_grad()
+    def prompt_logprobs(self, token_ids: list[int]) -> list[float]:
+        """Log-prob of each token after the first (``[len - 1]``) under the policy."""
+        ids = torch.tensor([token_ids], dtype=torch.long)
+        logits = self.model(input_ids=ids).logits[0, :-1].float()
+        logp = torch.log_softmax(logits, -1)
+        return [float(logp[t, ids[0, t + 1]]) for t in range(len(token_ids) - 1)]
+
+
+def start_trainer(model_path: str, learning_rate: float, kl_coef: float, clip_eps: float,
+                  minibatches: int, seed: int, num_cpus: float = 1.0):
+    """Start the trainer Ray actor; returns its handle once the model is loaded."""
+    import ray
+
+    handle = ray.remote(GRPOTrainer).options(num_cpus=num_cpus).remote(
+        model_path, learning_rate, kl_coef, clip_eps, minibatches, seed)
+    ray.get(handle.__ray_ready__.remote())
+    return handle
