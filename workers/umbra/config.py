@@ -8,12 +8,14 @@ from __future__ import annotations
 import json
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from umbra.data.registry import check_dataset
 from umbra.models.registry import context_length
 
 RolloutPolicy = Literal["static-group"]
+# Tokens reserved for the prompt; the job drops problems whose prompt is longer.
+PROMPT_BUDGET = 512
 ROLLOUT_POLICIES: tuple[str, ...] = ("static-group",)
 
 
@@ -56,15 +58,18 @@ class RunConfig(BaseModel):
         check_dataset(v)
         return v
 
-    @model_validator(mode="after")
-    def _fits_context(self) -> "RunConfig":
-        ctx = context_length(self.model)
-        # Leave room for the prompt: the longest GSM8K chat prompt is < 512 tokens.
-        limit = ctx - 512
-        if self.max_tokens > limit:
-            raise ValueError(f"max_tokens {self.max_tokens} exceeds what model '{self.model}' allows "
-                             f"({limit} = context {ctx} - 512 prompt tokens)")
-        return self
+    @field_validator("max_tokens")
+    @classmethod
+    def _fits_context(cls, v: int, info: ValidationInfo) -> int:
+        model = info.data.get("model")
+        if model is None:  # the model field failed; its own error says why
+            return v
+        ctx = context_length(model)
+        limit = ctx - PROMPT_BUDGET
+        if v > limit:
+            raise ValueError(f"max_tokens {v} exceeds what model '{model}' allows "
+                             f"({limit} = context {ctx} - {PROMPT_BUDGET} prompt tokens)")
+        return v
 
     def to_json(self) -> str:
         """Canonical JSON (sorted keys) of the config."""

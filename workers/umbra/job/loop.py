@@ -7,7 +7,7 @@ import time
 
 import torch
 
-from umbra.config import RunConfig
+from umbra.config import PROMPT_BUDGET, RunConfig
 from umbra.data.registry import load_problems
 from umbra.models.registry import context_length, resolve_model
 from umbra.rewards.math_answer import math_reward
@@ -21,8 +21,6 @@ from umbra.training.grpo import group_advantages
 from umbra.training.trainer import start_trainer
 
 log = logging.getLogger("umbra.job")
-
-PROMPT_BUDGET = 512  # tokens reserved for the prompt (RunConfig checks max_tokens against it)
 
 
 class OffPolicyError(RuntimeError):

@@ -1,0 +1,22 @@
+# Two commands: `make demo` (set up, start everything, submit a demo run) and
+# `make test` (set up, run the whole suite against real PostgreSQL/Redis/Celery/Ray/vLLM).
+SHELL := /bin/bash
+DATA ?= arith
+MODEL ?= smollm2
+PYTEST_ARGS ?=
+export VLLM_CPU_KVCACHE_SPACE ?= 1
+
+.PHONY: setup demo test browser
+setup:
+	@bash scripts/setup.sh
+
+demo: setup
+	@DATA="$(if $(wildcard $(DATA)),$(abspath $(DATA)),$(DATA))" MODEL="$(MODEL)" bash scripts/demo.sh
+
+browser:
+	@command -v chromium >/dev/null || (echo "==> installing Debian chromium for browser tests" && \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null)
+
+test: setup browser
+	@bash scripts/services.sh
+	@bash scripts/test.sh $(PYTEST_ARGS)

@@ -1,0 +1,80 @@
+"""The run form: its fields are generated from ``umbra.config.RunConfig`` so that
+the form, the API and the job share one schema; all checks are the schema's."""
+from __future__ import annotations
+
+import hashlib
+import typing
+from pathlib import Path
+
+from django import forms
+from django.conf import settings
+from pydantic import ValidationError
+
+from umbra.config import RunConfig
+from umbra.data.gsm8k import DatasetError, parse_lines
+
+
+def _field_for(name: str, info) -> forms.Field:
+    """A permissive Django field for one schema field (the schema does the validation)."""
+    default = info.default
+    common = {"required": False, "initial": default, "help_text": info.description or "",
+              "label": name.replace("_", " ")}
+    if typing.get_origin(info.annotation) is typing.Literal:
+        choices = [(c, c) for c in typing.get_args(info.annotation)]
+        return forms.ChoiceField(choices=choices, **common)
+    # Numbers come in as text so that "abc" reaches the schema and gets its message.
+    return forms.CharField(max_length=500, **common)
+
+
+class RunForm(forms.Form):
+    """Experiment name, optional dataset upload, then every RunConfig field."""
+
+    experiment = forms.CharField(max_length=200, initial="demo")
+    dataset_file = forms.FileField(required=False, help_text="GSM8K-style JSONL; overrides 'dataset'")
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for name, info in RunConfig.model_fields.items():
+            self.fields[name] = _field_for(name, info)
+
+    def clean_dataset_file(self):
+        upload = self.cleaned_data.get("dataset_file")
+        if not upload:
+            return None
+        if upload.size > settings.DATASET_UPLOAD_MAX_BYTES:
+            raise forms.ValidationError(f"file is larger than {settings.DATASET_UPLOAD_MAX_BYTES // 2**20} MiB")
+        raw = upload.read()
+        try:
+            parse_lines(raw.decode("utf-8").splitlines())
+        except UnicodeDecodeError:
+            raise forms.ValidationError("file is not UTF-8 text") from None
+        except DatasetError as exc:
+            raise forms.ValidationError(str(exc)) from None
+        return raw
+
+    def clean(self):
+        data = super().clean()
+        raw = data.get("dataset_file")
+        values = {k: data[k] for k in RunConfig.model_fields if data.get(k) not in (None, "")}
+        if raw:
+            values["dataset"] = str(_store_dataset(raw))
+        try:
+            data["config"] = RunConfig.model_validate(values)
+        except ValidationError as exc:
+            for err in exc.errors():
+                field = str(err["loc"][0]) if err["loc"] else None
+                msg = err["msg"].removeprefix("Value error, ")
+                if field == "dataset" and raw:
+                    field = "dataset_file"
+                self.add_error(field if field in self.fields else None, msg)
+        return data
+
+
+def _store_dataset(raw: bytes) -> Path:
+    """Keep an uploaded data set under MEDIA_ROOT/datasets, named by content hash."""
+    folder = Path(settings.MEDIA_ROOT) / "datasets"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{hashlib.sha256(raw).hexdigest()[:16]}.jsonl"
+    if not path.exists():
+        path.write_bytes(raw)
+    return path

@@ -1,0 +1,71 @@
+"""``manage.py umbra_demo``: the demo team and user, then one demo run.
+
+Prints the login and the dashboard URL; with ``--wait`` shows progress until the
+run's first metric point is stored.
+"""
+import sys
+import time
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError
+from pydantic import ValidationError
+
+from runs.models import Run
+from runs.services import create_run
+from teams.models import Membership, Team
+from telemetry.models import MetricPoint
+from umbra.config import RunConfig
+
+DEMO_USER, DEMO_PASSWORD = "demo", "umbra-demo"
+
+
+class Command(BaseCommand):
+    help = "Create the demo team/user and submit a demo run"
+
+    def add_arguments(self, parser):
+        parser.add_argument("--data", default="arith", help="'arith' or a GSM8K-style JSONL path")
+        parser.add_argument("--model", default="smollm2")
+        parser.add_argument("--iterations", type=int, default=20)
+        parser.add_argument("--prompts", type=int, default=16)
+        parser.add_argument("--group-size", type=int, default=8)
+        parser.add_argument("--max-tokens", type=int, default=256)
+        parser.add_argument("--wait", action="store_true", help="wait for the first metric point")
+        parser.add_argument("--base-url", default="http://127.0.0.1:8000")
+
+    def handle(self, *args, **opts):
+        team, _ = Team.objects.get_or_create(slug="demo", defaults={"name": "Demo team"})
+        user, created = get_user_model().objects.get_or_create(username=DEMO_USER)
+        if created:
+            user.set_password(DEMO_PASSWORD)
+            user.save()
+        Membership.objects.get_or_create(user=user, team=team, defaults={"role": Membership.Role.ADMIN})
+        try:
+            config = RunConfig(model=opts["model"], dataset=opts["data"], iterations=opts["iterations"],
+                               prompts_per_iteration=opts["prompts"], group_size=opts["group_size"],
+                               max_tokens=opts["max_tokens"])
+        except ValidationError as exc:
+            raise CommandError(f"invalid demo config: {exc}") from None
+        run = create_run(user, team, "demo", config)
+        url = f"{opts['base_url']}/runs/{run.pk}/"
+        self.stdout.write(f"Login: {DEMO_USER} / {DEMO_PASSWORD}\nDashboard: {url}")
+        if opts["wait"]:
+            self._wait(run.pk)
+
+    def _wait(self, run_id: int) -> None:
+        start, last = time.time(), None
+        while True:
+            run = Run.objects.get(pk=run_id)
+            if MetricPoint.objects.filter(run_id=run_id).exists():
+                self.stdout.write(f"\nfirst metric point after {time.time() - start:.0f}s; the dashboard is live")
+                return
+            if run.is_terminal:
+                event = run.events.last()
+                raise CommandError(f"run ended {run.state}: {event.reason if event else ''}")
+            if run.state != last:
+                self.stdout.write(f"\n[{time.time() - start:5.0f}s] run {run.state}", ending="")
+                last = run.state
+            else:
+                self.stdout.write(".", ending="")
+            sys.stdout.flush()
+            time.sleep(settings.UMBRA_FOLLOW_INTERVAL_S)

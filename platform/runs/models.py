@@ -1,0 +1,72 @@
+"""Experiments, runs and the state transitions of a run."""
+from django.conf import settings
+from django.db import models
+
+from teams.models import Team
+
+
+class Experiment(models.Model):
+    """A named family of runs owned by a team."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="experiments")
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    tags = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["team", "name"], name="experiment_name_per_team")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Run(models.Model):
+    """One GRPO run: a validated config (``umbra.config.RunConfig`` JSON) and its lifecycle
+    ``queued -> dispatching -> running -> succeeded | failed | cancelled``."""
+
+    class State(models.TextChoices):
+        QUEUED = "queued"
+        DISPATCHING = "dispatching"
+        RUNNING = "running"
+        SUCCEEDED = "succeeded"
+        FAILED = "failed"
+        CANCELLED = "cancelled"
+
+    TERMINAL = (State.SUCCEEDED, State.FAILED, State.CANCELLED)
+
+    experiment = models.ForeignKey(Experiment, on_delete=models.CASCADE, related_name="runs")
+    config = models.JSONField()
+    state = models.CharField(max_length=12, choices=State.choices, default=State.QUEUED, db_index=True)
+    ray_job_id = models.CharField(max_length=100, blank=True)
+    ingest_token_hash = models.CharField(max_length=64, blank=True)
+    log_tail = models.TextField(blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.state in self.TERMINAL
+
+    @property
+    def submission_id(self) -> str:
+        """The Ray job's submission id, derived from the run id so dispatch is idempotent."""
+        return f"umbra-run-{self.pk}"
+
+    def __str__(self) -> str:
+        return f"run {self.pk} ({self.state})"
+
+
+class RunEvent(models.Model):
+    """One stored state transition of a run, with when and why."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events")
+    from_state = models.CharField(max_length=12, blank=True)
+    to_state = models.CharField(max_length=12)
+    reason = models.TextField(blank=True)
+    at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["at", "pk"]

@@ -1,0 +1,101 @@
+"""The platform's side of the Ray Jobs API: where the cluster is, submit, poll, stop."""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from django.conf import settings
+
+log = logging.getLogger(__name__)
+
+
+class ClusterUnavailable(RuntimeError):
+    """No Ray cluster answers at the configured address."""
+
+
+def cluster_address(run_config: dict) -> str:
+    """The run's ``cluster`` if set, else RAY_ADDRESS, else the local head's dashboard."""
+    return run_config.get("cluster") or settings.RAY_ADDRESS or settings.LOCAL_RAY_DASHBOARD
+
+
+def _client(address: str):
+    from ray.job_submission import JobSubmissionClient
+
+    return JobSubmissionClient(address)
+
+
+def ensure_local_head(timeout_s: float = 90.0) -> None:
+    """Start a local Ray head (with the Jobs API) unless one answers already.
+
+    Raises ClusterUnavailable when it does not come up within ``timeout_s``.
+    """
+    try:
+        _client(settings.LOCAL_RAY_DASHBOARD)
+        return
+    except Exception:  # ConnectionError and friends: nothing listens yet
+        pass
+    ray_bin = shutil.which("ray", path=str(Path(sys.executable).parent)) or "ray"
+    port = settings.LOCAL_RAY_DASHBOARD.rsplit(":", 1)[-1]
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}")
+    log.info("starting a local Ray head (dashboard port %s)", port)
+    subprocess.run([ray_bin, "start", "--head", "--dashboard-host=127.0.0.1", f"--dashboard-port={port}",
+                    "--num-cpus=8", "--disable-usage-stats"], env=env, check=False, capture_output=True)
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        try:
+            _client(settings.LOCAL_RAY_DASHBOARD)
+            return
+        except Exception:
+            time.sleep(2)
+    raise ClusterUnavailable(f"local Ray head did not start at {settings.LOCAL_RAY_DASHBOARD}")
+
+
+def client_for(run_config: dict):
+    """A JobSubmissionClient for the run's cluster, starting the local head if that is the target."""
+    address = cluster_address(run_config)
+    if address == settings.LOCAL_RAY_DASHBOARD and not run_config.get("cluster"):
+        ensure_local_head()
+    try:
+        return _client(address)
+    except Exception as exc:
+        raise ClusterUnavailable(f"Ray cluster at {address} does not answer: {exc}") from exc
+
+
+def job_exists(client, submission_id: str) -> bool:
+    """Whether the cluster knows a job ``submission_id`` (in any state)."""
+    try:
+        client.get_job_info(submission_id)
+        return True
+    except Exception:  # the client raises a bare RuntimeError for 404
+        return False
+
+
+def submit(client, submission_id: str, run_id: int, config: dict, token: str) -> str:
+    """Submit the run's job as ``submission_id``; returns it.
+
+    Secrets travel in the job's environment, never in its entrypoint.
+    Raises RuntimeError if a job with that id exists (callers check ``job_exists``).
+    """
+    env = {
+        "UMBRA_RUN_CONFIG": json.dumps(config),
+        "UMBRA_RUN_ID": str(run_id),
+        "UMBRA_PLATFORM_URL": settings.UMBRA_PLATFORM_URL,
+        "UMBRA_INGEST_TOKEN": token,
+        "UMBRA_MODEL_DIR": settings.UMBRA_MODEL_DIR,
+    }
+    return client.submit_job(entrypoint="python -m umbra.job", submission_id=submission_id,
+                             runtime_env={"env_vars": env})
+
+
+def logs_tail(client, submission_id: str, max_chars: int = 8000) -> str:
+    """The last ``max_chars`` characters of the job's driver log ('' if unavailable)."""
+    try:
+        return client.get_job_logs(submission_id)[-max_chars:]
+    except Exception:
+        return ""

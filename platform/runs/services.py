@@ -1,0 +1,70 @@
+"""Write-side operations on runs (HackSoft styleguide 'services')."""
+from __future__ import annotations
+
+import hashlib
+import secrets
+
+from django.db import transaction
+from django.utils import timezone
+
+from runs.models import Experiment, Run, RunEvent
+from telemetry.broadcast import broadcast
+from umbra.config import RunConfig
+
+# Allowed moves of the lifecycle; anything else is ignored (e.g. a late poll after cancel).
+_NEXT = {
+    Run.State.QUEUED: {Run.State.DISPATCHING, Run.State.CANCELLED, Run.State.FAILED},
+    Run.State.DISPATCHING: {Run.State.RUNNING, Run.State.SUCCEEDED, Run.State.FAILED, Run.State.CANCELLED},
+    Run.State.RUNNING: {Run.State.SUCCEEDED, Run.State.FAILED, Run.State.CANCELLED},
+}
+
+
+def transition(run_id: int, to_state: str, reason: str = "") -> bool:
+    """Move run ``run_id`` to ``to_state``, storing a RunEvent and pushing the new state
+    to open dashboards. Returns False (and changes nothing) for a move the lifecycle forbids."""
+    with transaction.atomic():
+        run = Run.objects.select_for_update().get(pk=run_id)
+        if to_state not in _NEXT.get(run.state, set()):
+            return False
+        RunEvent.objects.create(run=run, from_state=run.state, to_state=to_state, reason=reason[:4000])
+        run.state = to_state
+        now = timezone.now()
+        if to_state == Run.State.RUNNING:
+            run.started_at = now
+        if to_state in Run.TERMINAL:
+            run.finished_at = now
+        run.save(update_fields=["state", "started_at", "finished_at"])
+        transaction.on_commit(lambda: broadcast(run_id, {"type": "state", "state": to_state, "reason": reason[:500]}))
+    return True
+
+
+def create_run(user, team, experiment_name: str, config: RunConfig) -> Run:
+    """Store a queued run of ``config`` under the team's experiment ``experiment_name``
+    (created if new) and hand it to Celery for dispatch once committed."""
+    from runs.tasks import dispatch_run
+
+    with transaction.atomic():
+        experiment, _ = Experiment.objects.get_or_create(team=team, name=experiment_name.strip())
+        run = Run.objects.create(experiment=experiment, config=config.model_dump(), created_by=user)
+        RunEvent.objects.create(run=run, from_state="", to_state=Run.State.QUEUED, reason="submitted")
+        transaction.on_commit(lambda: dispatch_run.delay(run.pk))
+    return run
+
+
+def issue_ingest_token(run: Run) -> str:
+    """A fresh per-run ingestion token; only its sha256 is stored."""
+    token = secrets.token_urlsafe(32)
+    run.ingest_token_hash = hashlib.sha256(token.encode()).hexdigest()
+    run.save(update_fields=["ingest_token_hash"])
+    return token
+
+
+def request_cancel(run: Run) -> None:
+    """Cancel ``run``: a queued run is cancelled at once; a dispatched one gets its
+    Ray job stopped by a Celery task (the follow task records ``cancelled``)."""
+    from runs.tasks import cancel_run
+
+    if run.state == Run.State.QUEUED:
+        transition(run.pk, Run.State.CANCELLED, "cancelled before dispatch")
+    elif not run.is_terminal:
+        cancel_run.delay(run.pk)

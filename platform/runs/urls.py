@@ -1,0 +1,12 @@
+from django.urls import path
+
+from runs import views
+
+urlpatterns = [
+    path("", views.home, name="home"),
+    path("teams/<slug:slug>/runs/", views.team_runs, name="team-runs"),
+    path("teams/<slug:slug>/runs/new/", views.new_run, name="new-run"),
+    path("runs/<int:run_id>/", views.run_dashboard, name="run-dashboard"),
+    path("runs/<int:run_id>/series.json", views.run_series, name="run-series"),
+    path("runs/<int:run_id>/cancel/", views.run_cancel, name="run-cancel"),
+]

@@ -1,0 +1,82 @@
+"""HTML pages for runs: team run list, the run form, the run dashboard, cancel."""
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpResponseForbidden, JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from runs.forms import RunForm
+from runs.models import Run
+from runs.selectors import run_for, visible_runs
+from runs.services import create_run, request_cancel
+from teams.models import Team
+from teams.selectors import membership, teams_of
+from telemetry.selectors import latest_trace, series_for
+
+
+def _team_for(user, slug: str):
+    team = get_object_or_404(Team, slug=slug)
+    member = membership(user, team)
+    if member is None:
+        raise Http404("no such team")
+    return team, member
+
+
+@login_required
+def home(request):
+    """Redirect to the first team's runs."""
+    team = teams_of(request.user).first()
+    if team is None:
+        return render(request, "runs/no_team.html", status=200)
+    return redirect("team-runs", slug=team.slug)
+
+
+@login_required
+def team_runs(request, slug: str):
+    """Runs of one team, newest first."""
+    team, member = _team_for(request.user, slug)
+    runs = visible_runs(request.user).filter(experiment__team=team).order_by("-created_at")[:200]
+    return render(request, "runs/list.html", {"team": team, "runs": runs, "can_submit": member.can_submit(),
+                                              "teams": teams_of(request.user)})
+
+
+@login_required
+def new_run(request, slug: str):
+    """The run form; stores nothing unless every field is valid."""
+    team, member = _team_for(request.user, slug)
+    if not member.can_submit():
+        return HttpResponseForbidden("viewers cannot submit runs")
+    form = RunForm(request.POST or None, request.FILES or None)
+    if request.method == "POST" and form.is_valid():
+        run = create_run(request.user, team, form.cleaned_data["experiment"], form.cleaned_data["config"])
+        return redirect("run-dashboard", run_id=run.pk)
+    status = 400 if request.method == "POST" else 200
+    return render(request, "runs/new.html", {"team": team, "form": form}, status=status)
+
+
+@login_required
+def run_dashboard(request, run_id: int):
+    """Live dashboard of one run (404 for runs of other teams)."""
+    run = run_for(request.user, run_id)
+    return render(request, "runs/dashboard.html", {"run": run, "events": run.events.all(),
+                                                   "config": sorted(run.config.items())})
+
+
+@login_required
+def run_series(request, run_id: int):
+    """JSON for the dashboard: state, every metric series and the last trace."""
+    run = run_for(request.user, run_id)
+    return JsonResponse({"state": run.state, "series": series_for(run), "trace": latest_trace(run)})
+
+
+@login_required
+@require_POST
+def run_cancel(request, run_id: int):
+    """Cancel a run (members and admins of its team)."""
+    run = run_for(request.user, run_id)
+    member = membership(request.user, run.experiment.team)
+    if member is None or not member.can_submit():
+        return HttpResponseForbidden("viewers cannot cancel runs")
+    request_cancel(run)
+    return redirect("run-dashboard", run_id=run.pk)

@@ -1,0 +1,20 @@
+"""Read-side queries about teams and access (HackSoft styleguide 'selectors')."""
+from __future__ import annotations
+
+from django.db.models import QuerySet
+
+from teams.models import Membership, Team
+
+
+def teams_of(user) -> QuerySet[Team]:
+    """Teams ``user`` belongs to (empty for anonymous users)."""
+    if not user.is_authenticated:
+        return Team.objects.none()
+    return Team.objects.filter(memberships__user=user).order_by("name")
+
+
+def membership(user, team: Team) -> Membership | None:
+    """``user``'s membership in ``team``, or None."""
+    if not user.is_authenticated:
+        return None
+    return Membership.objects.filter(user=user, team=team).first()

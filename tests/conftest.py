@@ -1,0 +1,141 @@
+"""Shared fixtures: the tiny model, a dedicated local Ray head, and live platform
+processes (daphne for HTTP + WebSocket, a Celery worker) on the test database.
+
+Everything here is real: the services are started, not faked.
+"""
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import requests
+
+ROOT = Path(__file__).resolve().parents[1]
+VENV_BIN = Path(sys.executable).parent
+GSM8K = ROOT.parent / "shared" / "data" / "gsm8k" / "test.jsonl"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_http(url: str, timeout_s: float, proc: subprocess.Popen | None = None) -> None:
+    """Wait until ``url`` answers any HTTP status; fail if ``proc`` dies first."""
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"{proc.args[0]} exited with {proc.returncode}")
+        try:
+            requests.get(url, timeout=2)
+            return
+        except requests.RequestException:
+            time.sleep(0.5)
+    raise TimeoutError(f"{url} did not answer within {timeout_s}s")
+
+
+def _env(**extra) -> dict:
+    env = dict(os.environ)
+    env["PATH"] = f"{VENV_BIN}:{env.get('PATH', '')}"
+    env["PYTHONPATH"] = f"{ROOT / 'platform'}:{ROOT / 'workers'}"
+    env.update({k: str(v) for k, v in extra.items()})
+    return env
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+@pytest.fixture(scope="session")
+def tiny_model_path() -> str:
+    """The tiny random Llama, built once per model folder (seconds)."""
+    from umbra.models.prepare import prepare
+
+    return str(prepare("tiny"))
+
+
+@pytest.fixture(scope="session")
+def ray_cluster(tmp_path_factory):
+    """A local Ray head of its own (``ray start --block``) with the Jobs API.
+
+    Yields ``{"gcs": "127.0.0.1:PORT", "dashboard": "http://127.0.0.1:PORT"}``.
+    """
+    gcs, dash = free_port(), free_port()
+    log = open(tmp_path_factory.mktemp("ray") / "ray.log", "w")
+    proc = subprocess.Popen(
+        [str(VENV_BIN / "ray"), "start", "--head", "--block", f"--port={gcs}", f"--dashboard-port={dash}",
+         "--dashboard-host=127.0.0.1", "--num-cpus=8", "--disable-usage-stats", "--include-dashboard=true",
+         # own ports for every agent so a running demo cluster does not collide
+         f"--ray-client-server-port={free_port()}", f"--dashboard-agent-listen-port={free_port()}",
+         f"--dashboard-agent-grpc-port={free_port()}", f"--metrics-export-port={free_port()}",
+         f"--runtime-env-agent-port={free_port()}", f"--node-manager-port={free_port()}",
+         f"--object-manager-port={free_port()}"],
+        env=_env(), stdout=log, stderr=subprocess.STDOUT)
+    try:
+        wait_http(f"http://127.0.0.1:{dash}/api/version", 120, proc)
+        yield {"gcs": f"127.0.0.1:{gcs}", "dashboard": f"http://127.0.0.1:{dash}"}
+    finally:
+        _stop(proc)
+
+
+def _test_database_url() -> str:
+    from django.conf import settings
+
+    db = settings.DATABASES["default"]
+    assert db["ENGINE"].endswith("postgresql"), "integration tests need PostgreSQL (DATABASE_URL)"
+    user = db.get("USER") or "postgres"
+    return f"postgres://{user}@{db.get('HOST') or '127.0.0.1'}:{db.get('PORT') or 5432}/{db['NAME']}"
+
+
+@pytest.fixture(scope="session")
+def live_web(django_db_setup, tmp_path_factory):
+    """daphne serving the ASGI app (HTTP + WebSocket) on the test database; yields its URL."""
+    port = free_port()
+    log = open(tmp_path_factory.mktemp("web") / "web.log", "w")
+    proc = subprocess.Popen([str(VENV_BIN / "daphne"), "-b", "127.0.0.1", "-p", str(port),
+                             "umbra_site.asgi:application"],
+                            env=_env(DATABASE_URL=_test_database_url()), stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_http(f"{url}/accounts/login/", 60, proc)
+        yield url
+    finally:
+        _stop(proc)
+
+
+@pytest.fixture(scope="session")
+def live_worker(django_db_setup, live_web, ray_cluster, tmp_path_factory):
+    """A real Celery worker on the test queue that submits to the test Ray head."""
+    log_path = tmp_path_factory.mktemp("worker") / "worker.log"
+    proc = subprocess.Popen(
+        [str(VENV_BIN / "celery"), "-A", "umbra_site", "worker", "-Q", os.environ.get("UMBRA_CELERY_QUEUE", "umbra"),
+         "-c", "2", "--loglevel=INFO"],
+        env=_env(DATABASE_URL=_test_database_url(), RAY_ADDRESS=ray_cluster["dashboard"],
+                 UMBRA_PLATFORM_URL=live_web),
+        stdout=open(log_path, "w"), stderr=subprocess.STDOUT)
+    time.sleep(3)
+    if proc.poll() is not None:
+        raise RuntimeError(f"celery worker exited: {log_path.read_text()[-2000:]}")
+    yield log_path
+    _stop(proc)
+
+
+@pytest.fixture
+def team_user(django_user_model):
+    """A member of team 'alpha' (password 'pw-alpha-123')."""
+    from teams.models import Membership, Team
+
+    team = Team.objects.create(name="Alpha", slug="alpha")
+    user = django_user_model.objects.create_user("alice", password="pw-alpha-123")
+    Membership.objects.create(user=user, team=team, role=Membership.Role.MEMBER)
+    return team, user

@@ -1,0 +1,54 @@
+"""Another team's runs do not exist for a user: pages, JSON, actions and WebSockets."""
+import pytest
+from asgiref.sync import async_to_sync
+from channels.testing import WebsocketCommunicator
+
+from runs.models import Experiment, Run
+from teams.models import Membership, Team
+
+
+@pytest.fixture
+def other_run(django_user_model):
+    team = Team.objects.create(name="Beta", slug="beta")
+    bob = django_user_model.objects.create_user("bob", password="x")
+    Membership.objects.create(user=bob, team=team)
+    exp = Experiment.objects.create(team=team, name="secret")
+    return Run.objects.create(experiment=exp, config={"model": "tiny"}, state=Run.State.RUNNING, created_by=bob)
+
+
+@pytest.mark.django_db
+def test_other_teams_run_is_404_everywhere(client, team_user, other_run):
+    _, alice = team_user
+    client.force_login(alice)
+    for url in (f"/runs/{other_run.pk}/", f"/runs/{other_run.pk}/series.json", "/teams/beta/runs/",
+                "/teams/beta/runs/new/"):
+        assert client.get(url).status_code == 404, url
+    assert client.post(f"/runs/{other_run.pk}/cancel/").status_code == 404
+    assert Run.objects.get(pk=other_run.pk).state == Run.State.RUNNING
+    listing = client.get("/teams/alpha/runs/").content.decode()
+    assert "secret" not in listing
+
+
+@pytest.mark.django_db
+def test_anonymous_is_sent_to_login(client, other_run):
+    resp = client.get(f"/runs/{other_run.pk}/")
+    assert resp.status_code == 302 and "/accounts/login/" in resp["Location"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_websocket_refuses_other_teams_run_and_admits_own(team_user, other_run):
+    from umbra_site.asgi import application
+
+    _, alice = team_user
+    exp = Experiment.objects.create(team=Team.objects.get(slug="alpha"), name="mine")
+    mine = Run.objects.create(experiment=exp, config={}, state=Run.State.RUNNING, created_by=alice)
+
+    async def connect(run_id):
+        comm = WebsocketCommunicator(application, f"/ws/runs/{run_id}/", headers=[(b"origin", b"http://testserver")])
+        comm.scope["user"] = alice  # as AuthMiddleware would set from the session
+        ok, code = await comm.connect()
+        await comm.disconnect()
+        return ok, code
+
+    assert async_to_sync(connect)(other_run.pk) == (False, 4404)
+    assert async_to_sync(connect)(mine.pk)[0] is True

@@ -1,0 +1,67 @@
+"""The run form: field errors for bad values, nothing stored; a valid form stores a queued run."""
+import json
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+
+from runs.models import Run
+
+pytestmark = pytest.mark.django_db
+
+GOOD = {"experiment": "exp", "model": "tiny", "dataset": "arith", "prompts_per_iteration": "4", "group_size": "4",
+        "max_tokens": "32", "iterations": "2", "rollout_instances": "2", "rollout_policy": "static-group"}
+
+
+def _post(client, team, **changes):
+    return client.post(f"/teams/{team.slug}/runs/new/", {**GOOD, **changes})
+
+
+@pytest.mark.parametrize("field,value,msg", [
+    ("group_size", "1", "greater than or equal to 2"),
+    ("max_tokens", "5000", "exceeds what model"),
+    ("dataset", "/no/such.jsonl", "unknown dataset"),
+    ("temperature", "hot", "valid number"),
+    ("prompts_per_iteration", "abc", "valid integer"),
+    ("model", "not-a-model", "unknown model"),
+])
+def test_invalid_field_gets_field_error_and_stores_nothing(client, team_user, field, value, msg):
+    team, user = team_user
+    client.force_login(user)
+    resp = _post(client, team, **{field: value})
+    assert resp.status_code == 400
+    errors = resp.context["form"].errors
+    assert field in errors and msg in " ".join(errors[field])
+    assert Run.objects.count() == 0
+
+
+def test_bad_upload_is_refused(client, team_user):
+    team, user = team_user
+    client.force_login(user)
+    bad = SimpleUploadedFile("d.jsonl", b'{"question": "q", "answer": "no marker"}\n')
+    resp = client.post(f"/teams/{team.slug}/runs/new/", {**GOOD, "dataset_file": bad})
+    assert resp.status_code == 400
+    assert "####" in " ".join(resp.context["form"].errors["dataset_file"])
+    assert Run.objects.count() == 0
+
+
+def test_valid_form_with_upload_stores_a_queued_run(client, team_user):
+    team, user = team_user
+    client.force_login(user)
+    data = (json.dumps({"question": "1+1?", "answer": "#### 2"}) + "\n").encode()
+    resp = client.post(f"/teams/{team.slug}/runs/new/",
+                       {**GOOD, "dataset_file": SimpleUploadedFile("d.jsonl", data)})
+    assert resp.status_code == 302
+    run = Run.objects.get()
+    assert run.state == "queued" and run.config["group_size"] == 4
+    assert run.config["dataset"].endswith(".jsonl") and run.events.get().to_state == "queued"
+
+
+def test_viewer_cannot_submit(client, team_user, django_user_model):
+    from teams.models import Membership
+
+    team, _ = team_user
+    viewer = django_user_model.objects.create_user("vic", password="x")
+    Membership.objects.create(user=viewer, team=team, role=Membership.Role.VIEWER)
+    client.force_login(viewer)
+    assert _post(client, team).status_code == 403
+    assert Run.objects.count() == 0

@@ -1,0 +1,32 @@
+"""The ``umbra`` console script.
+
+``umbra prepare-model tiny|smollm2 [--force]`` builds a named model into the model folder.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse ``argv`` and run a subcommand; returns the exit code (2 on bad input)."""
+    parser = argparse.ArgumentParser(prog="umbra", description="Umbra command-line tools")
+    sub = parser.add_subparsers(dest="command", required=True)
+    prep = sub.add_parser("prepare-model", help="build a named model (no download)")
+    prep.add_argument("name", help="tiny or smollm2")
+    prep.add_argument("--force", action="store_true", help="rebuild even if present")
+    args = parser.parse_args(argv)
+
+    if args.command == "prepare-model":
+        from umbra.models.prepare import prepare
+
+        try:
+            print(prepare(args.name, force=args.force))
+        except (ValueError, FileNotFoundError) as exc:
+            print(f"umbra: {exc}", file=sys.stderr)
+            return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
