@@ -6,6 +6,8 @@ cd "$(dirname "$0")/.."
 export PATH="$PWD/.venv/bin:$PATH" PYTHONPATH="$PWD/platform:$PWD/workers" DJANGO_SETTINGS_MODULE=umbra_site.settings
 PORT=${UMBRA_PORT:-8000}
 export UMBRA_PLATFORM_URL=${UMBRA_PLATFORM_URL:-http://127.0.0.1:$PORT}
+# The local head listens on loopback only; set RAY_AUTH_MODE=token for a shared machine.
+export RAY_AUTH_MODE=${RAY_AUTH_MODE:-disabled}
 DATA=${DATA:-arith}
 MODEL=${MODEL:-smollm2}
 LOGS=var/log; mkdir -p $LOGS
