@@ -42,6 +42,7 @@ celery -A umbra_site worker -Q umbra -c 2 --loglevel=INFO >$LOGS/worker.log 2>&1
 for i in $(seq 1 30); do curl -s -o /dev/null "http://127.0.0.1:$PORT/accounts/login/" && break; sleep 1; done
 
 echo "==> demo run on '$DATA' (first iteration: starting vLLM instances and the trainer)"
-python manage.py umbra_demo --data "$DATA" --model "$MODEL" --base-url "http://127.0.0.1:$PORT" --wait
+# In the background + wait, so that Ctrl-C/TERM reach the cleanup trap at once.
+python manage.py umbra_demo --data "$DATA" --model "$MODEL" --base-url "http://127.0.0.1:$PORT" --wait & wait $!
 echo "Running. Open the dashboard URL above; Ctrl-C stops everything."
 wait "${pids[0]}"

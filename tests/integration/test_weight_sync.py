@@ -16,16 +16,37 @@ def ray_driver(ray_cluster):
     ray.shutdown()
 
 
-def test_instances_serve_trainer_weights_after_step(ray_driver, tiny_model_path):
+@pytest.fixture(scope="module")
+def instances(ray_driver, tiny_model_path):
+    from umbra.rollout.instance import start_instances
+
+    handles = start_instances(2, tiny_model_path, 512, 64, seed=0, temperature=1.0, kv_cache_gib=1)
+    yield handles
+    for inst in handles:
+        ray_driver.get(inst.shutdown.remote())
+        ray_driver.kill(inst)
+
+
+def test_seeded_requests_reproduce_beyond_one_prefill_batch(ray_driver, instances):
+    """64 prompts of 200 tokens (> one 4096-token prefill batch) with per-request seeds:
+    every request completes, and the same seeds give the same tokens on either instance."""
+    from umbra.rollout.request import make_groups
+
+    prompts = [[1] + [(7 * g + t) % 500 + 3 for t in range(199)] for g in range(8)]
+    first = ray_driver.get(instances[0].generate.remote([r for g in make_groups(prompts, 8, 8, 5) for r in g]))
+    again = ray_driver.get(instances[1].generate.remote([r for g in make_groups(prompts, 8, 8, 5) for r in g]))
+    assert len(first) == 64 and all(len(r.output_token_ids) >= 1 for r in first)
+    assert [r.output_token_ids for r in first] == [r.output_token_ids for r in again]
+
+
+def test_instances_serve_trainer_weights_after_step(ray_driver, instances, tiny_model_path):
     ray = ray_driver
     from umbra.job.loop import sync_weights
-    from umbra.rollout.instance import start_instances
     from umbra.rollout.policies import StaticGroupPolicy
     from umbra.rollout.request import make_groups
     from umbra.rollout.runner import run_rollout
     from umbra.training.trainer import start_trainer
 
-    instances = start_instances(2, tiny_model_path, 256, 16, seed=0, temperature=1.0, kv_cache_gib=1)
     trainer = start_trainer(tiny_model_path, learning_rate=5e-2, kl_coef=0.01, clip_eps=0.2, minibatches=1, seed=0)
     try:
         before = ray.get(trainer.prompt_logprobs.remote(PROBE))
@@ -50,7 +71,4 @@ def test_instances_serve_trainer_weights_after_step(ray_driver, tiny_model_path)
         reqs, _, _ = run_rollout(StaticGroupPolicy(), instances, groups)
         assert {r.policy_version for r in reqs} == {1}
     finally:
-        for inst in instances:
-            ray.get(inst.shutdown.remote())
-            ray.kill(inst)
         ray.kill(trainer)

@@ -31,6 +31,9 @@ class RolloutInstance:
         args = AsyncEngineArgs(
             model=model_path, dtype="float32", max_model_len=max_model_len, max_num_seqs=max_num_seqs,
             seed=seed, enforce_eager=True, enable_prefix_caching=True,
+            # No partial prefills: vLLM rewinds a seeded request's generator after a
+            # partial prefill, which the CPU generator cannot do ("does not use offset").
+            enable_chunked_prefill=False, max_num_batched_tokens=max(max_model_len, 4096),
             worker_extension_cls="umbra.rollout.vllm_worker_ext.WeightSyncExtension",
         )
         self.engine = AsyncLLM.from_engine_args(args)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import copy
+import os
 import time
 
 import torch
@@ -23,6 +24,9 @@ class GRPOTrainer:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         torch.manual_seed(seed)
+        # Ray pins OMP threads to the actor's num_cpus; the trainer runs while the
+        # rollout instances idle (synchronous RL), so it may use every core.
+        torch.set_num_threads(os.cpu_count() or 1)
         self.model = AutoModelForCausalLM.from_pretrained(model_path, torch_dtype=torch.float32)
         self.model.train()
         tok = AutoTokenizer.from_pretrained(model_path)
@@ -48,11 +52,20 @@ class GRPOTrainer:
             ``train/grad_norm``, ``train/time_s`` and the new ``policy_version``.
         """
         t0 = time.time()
+        with torch.autocast("cpu", dtype=torch.bfloat16):  # ~1.7x faster on AVX512-BF16 CPUs; fp32 master weights
+            out = self._train_step(prompts, responses, advantages)
+        out["train/time_s"] = time.time() - t0
+        return out
+
+    def _train_step(self, prompts, responses, advantages) -> dict[str, float]:
         n = len(prompts)
         order = list(range(n))
         micro = [order[i:i + self.MICRO_BATCH] for i in range(0, n, self.MICRO_BATCH)]
         with torch.no_grad():  # rollout-time (old) and reference log-probs, fixed for this step
-            old = {tuple(m): token_logprobs(self.model, self._micro(m, prompts, responses))[0] for m in micro}
+            # With one optimizer step the policy is still the rollout policy when each
+            # micro-batch runs, so old = detached current log-probs: no extra forward.
+            old = ({tuple(m): token_logprobs(self.model, self._micro(m, prompts, responses))[0] for m in micro}
+                   if self.minibatches > 1 else None)
             ref = ({tuple(m): token_logprobs(self.ref, self._micro(m, prompts, responses))[0] for m in micro}
                    if self.ref is not None else None)
         adv = torch.tensor(advantages, dtype=torch.float32)
@@ -66,7 +79,8 @@ class GRPOTrainer:
             self.opt.zero_grad(set_to_none=True)
             for m, b in zip(group, batches):
                 logp, ent = token_logprobs(self.model, b)
-                loss, st = grpo_loss(logp, old[tuple(m)], ref[tuple(m)] if ref else None, adv[m],
+                old_logp = old[tuple(m)] if old is not None else logp.detach()
+                loss, st = grpo_loss(logp, old_logp, ref[tuple(m)] if ref else None, adv[m],
                                      b.response_mask, self.clip_eps, self.kl_coef)
                 weight = float(b.response_mask.sum()) / max(tokens, 1.0)
                 (loss * weight).backward()
@@ -79,8 +93,7 @@ class GRPOTrainer:
         steps = -(-len(micro) // per_mini)
         self.policy_version += 1
         out = {f"train/{k}": v / steps for k, v in stats.items()}
-        out.update({"train/grad_norm": grad_norm, "train/time_s": time.time() - t0,
-                    "policy_version": float(self.policy_version)})
+        out.update({"train/grad_norm": grad_norm, "policy_version": float(self.policy_version)})
         return out
 
     def weights_blob(self) -> bytes:

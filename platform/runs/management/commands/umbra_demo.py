@@ -27,7 +27,7 @@ class Command(BaseCommand):
         parser.add_argument("--data", default="arith", help="'arith' or a GSM8K-style JSONL path")
         parser.add_argument("--model", default="smollm2")
         parser.add_argument("--iterations", type=int, default=20)
-        parser.add_argument("--prompts", type=int, default=16)
+        parser.add_argument("--prompts", type=int, default=8)
         parser.add_argument("--group-size", type=int, default=8)
         parser.add_argument("--max-tokens", type=int, default=256)
         parser.add_argument("--wait", action="store_true", help="wait for the first metric point")
