@@ -24,10 +24,15 @@ export class CdfChart {
   /** Iteration currently shown (-1 before the first trace). */
   iteration = -1;
 
-  /** Build the section and append it to `parent`. */
-  constructor(parent: HTMLElement) {
-    const { section, heading, plot } = chartSection("Request latency CDF");
+  /** Title prefix: "Request latency CDF", plus the rollout policy when known. */
+  private readonly title: string;
+
+  /** Build the section and append it to `parent`; `policy` (if any) goes in the title. */
+  constructor(parent: HTMLElement, policy?: string) {
+    this.title = policy ? `Request latency CDF — policy ${policy}` : "Request latency CDF";
+    const { section, heading, plot } = chartSection(this.title);
     section.id = "latency-cdf";
+    if (policy) section.dataset.policy = policy;
     section.classList.add("wide");
     this.section = section;
     this.heading = heading;
@@ -60,7 +65,7 @@ export class CdfChart {
   /** Redraw from a trace; the title names its iteration. */
   show(trace: Trace): void {
     this.heading.textContent =
-      `Request latency CDF — iteration ${trace.iteration} (${trace.requests.length} requests)`;
+      `${this.title} — iteration ${trace.iteration} (${trace.requests.length} requests)`;
     this.iteration = trace.iteration;
     this.section.dataset.iteration = String(trace.iteration);
     this.plot.setData(latencyCdf(trace.requests));

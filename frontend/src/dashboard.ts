@@ -5,12 +5,14 @@ import "./dashboard.css";
 import { CdfChart } from "./cdf";
 import { METRICS, MetricChart } from "./charts";
 import { connectSocket, wsUrl } from "./socket";
+import { TimelineChart } from "./timeline";
 import type { SeriesResponse, SocketMessage, Trace } from "./types";
 
-/** Everything the page updates: metric charts by name, the CDF and the state label. */
+/** Everything the page updates: metric charts by name, the trace charts and the state label. */
 interface Dashboard {
   charts: Map<string, MetricChart>;
   cdf: CdfChart;
+  timeline: TimelineChart;
   seriesUrl: string;
   /** Bumped on every WebSocket state message, so an older GET can't undo it. */
   stateSeq: number;
@@ -27,6 +29,7 @@ function showTrace(dash: Dashboard, trace: Trace | null): void {
   // Iterations only grow; ignore a snapshot older than what is shown.
   if (trace && Array.isArray(trace.requests) && trace.iteration >= dash.cdf.iteration) {
     dash.cdf.show(trace);
+    dash.timeline.show(trace);
   }
 }
 
@@ -81,7 +84,11 @@ export function mount(root: HTMLElement): void {
   grid.className = "chart-grid";
   root.replaceChildren(grid);
 
-  const dash: Dashboard = { charts: new Map(), cdf: new CdfChart(grid), seriesUrl, stateSeq: 0 };
+  // Rollout policy for the CDF title; the attribute may be absent or empty.
+  const policy = root.dataset.policy?.trim() || undefined;
+  const cdf = new CdfChart(grid, policy);
+  const timeline = new TimelineChart(grid); // right after the CDF
+  const dash: Dashboard = { charts: new Map(), cdf, timeline, seriesUrl, stateSeq: 0 };
   for (const name of METRICS) dash.charts.set(name, new MetricChart(name, grid));
 
   const backfill = () =>

@@ -3,6 +3,12 @@
 /** One [step, value] pair; step is the iteration number. */
 export type Point = [number, number];
 
+/**
+ * One chunk of a request's generation: the instance it ran on, its start and
+ * finish in seconds since the rollout start, and the tokens it produced.
+ */
+export type Chunk = [instance: number, start_s: number, finish_s: number, tokens: number];
+
 /** One generation request from a rollout trace. */
 export interface TraceRequest {
   group: number;
@@ -13,6 +19,8 @@ export interface TraceRequest {
   output_tokens: number;
   finish_reason: string;
   policy_version: number;
+  /** Every chunk the request ran, in order; absent (or empty) in older traces. */
+  chunks?: Chunk[];
 }
 
 /** The last iteration's request trace. */

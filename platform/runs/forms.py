@@ -19,6 +19,8 @@ def _field_for(name: str, info) -> forms.Field:
     default = info.default
     common = {"required": False, "initial": default, "help_text": info.description or "",
               "label": name.replace("_", " ")}
+    if info.annotation is bool:
+        return forms.BooleanField(**common)
     if typing.get_origin(info.annotation) is typing.Literal:
         choices = [(c, c) for c in typing.get_args(info.annotation)]
         return forms.ChoiceField(choices=choices, **common)
@@ -56,6 +58,9 @@ class RunForm(forms.Form):
         data = super().clean()
         raw = data.get("dataset_file")
         values = {k: data[k] for k in RunConfig.model_fields if data.get(k) not in (None, "")}
+        for name, info in RunConfig.model_fields.items():
+            if info.annotation is bool:  # an unchecked box is absent from POST: it means False
+                values[name] = bool(data.get(name))
         if raw:
             values["dataset"] = str(_store_dataset(raw))
         try:

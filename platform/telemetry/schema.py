@@ -37,6 +37,8 @@ class RequestRow(BaseModel):
     output_tokens: int = Field(ge=0)
     finish_reason: str | None = Field(None, max_length=20)
     policy_version: int | None = None
+    # [instance, start_s, finish_s, tokens] per chunk (divided rollout)
+    chunks: list[tuple[int, float, float, int]] = Field(default_factory=list, max_length=100_000)
 
 
 class TraceIn(BaseModel):

@@ -1,5 +1,6 @@
-"""After a GRPO step every vLLM instance serves exactly the trainer's new weights,
-and the next rollout records the new policy version (real Ray, real vLLM)."""
+"""Real vLLM instances on the tiny model: seeded sampling, chunk boundaries, and weight
+sync (after a GRPO step every instance serves exactly the trainer's new weights, and
+the next rollout records the new policy version)."""
 import pytest
 
 pytestmark = pytest.mark.integration
@@ -7,36 +8,34 @@ pytestmark = pytest.mark.integration
 PROBE = [1, 40, 41, 42, 43, 44, 45, 46, 47, 48]
 
 
-@pytest.fixture(scope="module")
-def ray_driver(ray_cluster):
-    import ray
-
-    ray.init(address=ray_cluster["gcs"], namespace="umbra-test-weights", log_to_driver=False)
-    yield ray
-    ray.shutdown()
-
-
-@pytest.fixture(scope="module")
-def instances(ray_driver, tiny_model_path):
-    from umbra.rollout.instance import start_instances
-
-    handles = start_instances(2, tiny_model_path, 512, 64, seed=0, temperature=1.0, kv_cache_gib=1)
-    yield handles
-    for inst in handles:
-        ray_driver.get(inst.shutdown.remote())
-        ray_driver.kill(inst)
-
-
 def test_seeded_requests_reproduce_beyond_one_prefill_batch(ray_driver, instances):
     """64 prompts of 200 tokens (> one 4096-token prefill batch) with per-request seeds:
     every request completes, and the same seeds give the same tokens on either instance."""
     from umbra.rollout.request import make_groups
 
+    from umbra.rollout.policies import StaticGroupPolicy
+    from umbra.rollout.runner import run_rollout
+
     prompts = [[1] + [(7 * g + t) % 500 + 3 for t in range(199)] for g in range(8)]
-    first = ray_driver.get(instances[0].generate.remote([r for g in make_groups(prompts, 8, 8, 5) for r in g]))
-    again = ray_driver.get(instances[1].generate.remote([r for g in make_groups(prompts, 8, 8, 5) for r in g]))
+    first, _, _ = run_rollout(StaticGroupPolicy(), instances[:1], make_groups(prompts, 8, 8, 5), [64])
+    again, _, _ = run_rollout(StaticGroupPolicy(), instances[1:], make_groups(prompts, 8, 8, 5), [64])
     assert len(first) == 64 and all(len(r.output_token_ids) >= 1 for r in first)
     assert [r.output_token_ids for r in first] == [r.output_token_ids for r in again]
+
+
+def test_greedy_responses_identical_under_static_group_and_seer(ray_driver, instances):
+    """Chunk boundaries add or drop no token: greedy decoding gives the same responses
+    whole (static-group) and in 5-token chunks moved between instances (seer)."""
+    from umbra.rollout.policies import SeerPolicy, StaticGroupPolicy
+    from umbra.rollout.request import make_groups
+    from umbra.rollout.runner import run_rollout
+
+    prompts = [[1] + [(11 * g + t) % 400 + 3 for t in range(20 + g)] for g in range(6)]
+    whole, _, _ = run_rollout(StaticGroupPolicy(), instances, make_groups(prompts, 4, 40, 3, 0.0), [8, 8])
+    chunked, _, _ = run_rollout(SeerPolicy(chunk_tokens=5, affinity_spread=0), instances,
+                                make_groups(prompts, 4, 40, 3, 0.0), [3, 3])
+    assert [r.output_token_ids for r in whole] == [r.output_token_ids for r in chunked]
+    assert max(len(r.chunks) for r in chunked) > 1 and {r.instance for r in chunked} == {0, 1}
 
 
 def test_instances_serve_trainer_weights_after_step(ray_driver, instances, tiny_model_path):
@@ -54,7 +53,7 @@ def test_instances_serve_trainer_weights_after_step(ray_driver, instances, tiny_
             assert ray.get(inst.prompt_logprobs.remote(PROBE)) == pytest.approx(before, abs=1e-3)
 
         groups = make_groups([PROBE[:4], PROBE[:6]], group_size=4, max_tokens=16, seed=1)
-        reqs, _, _ = run_rollout(StaticGroupPolicy(), instances, groups)
+        reqs, _, _ = run_rollout(StaticGroupPolicy(), instances, groups, [16, 16])
         assert {r.policy_version for r in reqs} == {0}
         adv = [1.0 if r.index % 2 else -1.0 for r in reqs]
         stats = ray.get(trainer.train_step.remote([r.prompt_token_ids for r in reqs],
@@ -68,7 +67,7 @@ def test_instances_serve_trainer_weights_after_step(ray_driver, instances, tiny_
             assert ray.get(inst.prompt_logprobs.remote(PROBE)) == pytest.approx(after, abs=1e-3)
             assert ray.get(inst.ready.remote())["policy_version"] == 1
 
-        reqs, _, _ = run_rollout(StaticGroupPolicy(), instances, groups)
+        reqs, _, _ = run_rollout(StaticGroupPolicy(), instances, groups, [16, 16])
         assert {r.policy_version for r in reqs} == {1}
     finally:
         ray.kill(trainer)

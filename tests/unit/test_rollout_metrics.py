@@ -1,7 +1,7 @@
 import pytest
 
 from umbra.rollout.metrics import request_records, rollout_metrics, tail_time
-from umbra.rollout.policies import StaticGroupPolicy, make_policy
+
 from umbra.rollout.request import Request, make_groups
 
 
@@ -27,7 +27,7 @@ def test_rollout_metrics_names_and_values():
     assert m["rollout/response_len/mean"] == 15
     rows = request_records(reqs, 0.0)
     assert rows[1] == {"group": 0, "index": 1, "instance": 0, "start_s": 0.0, "finish_s": 4.0,
-                       "output_tokens": 20, "finish_reason": "length", "policy_version": None}
+                       "output_tokens": 20, "finish_reason": "length", "policy_version": None, "chunks": []}
 
 
 def test_unfinished_request_is_refused():
@@ -37,12 +37,16 @@ def test_unfinished_request_is_refused():
         rollout_metrics([r], 0.0, 1.0)
 
 
-def test_static_group_assigns_whole_groups_round_robin():
-    groups = make_groups([[1], [2], [3]], group_size=4, max_tokens=8, seed=0)
-    plan = StaticGroupPolicy().assign(groups, 2)
-    assert [sorted({r.group_id for r in reqs}) for reqs in plan] == [[0, 2], [1]]
-    assert sum(len(p) for p in plan) == 12
-    seeds = [r.seed for g in groups for r in g]
-    assert len(set(seeds)) == len(seeds)  # every request samples with its own seed
-    with pytest.raises(ValueError):
-        make_policy("nope")
+
+
+def test_idle_fraction_and_engine_metrics():
+    from umbra.rollout.metrics import engine_metrics, instance_idle_frac
+
+    r = _req(0, 0, 0.0, 10.0, 4)
+    r.chunks = [{"instance": 0, "start_s": 0.0, "finish_s": 4.0, "tokens": 2},
+                {"instance": 1, "start_s": 2.0, "finish_s": 10.0, "tokens": 2}]
+    assert instance_idle_frac([r], 0.0, 10.0, 3) == pytest.approx([0.6, 0.2, 1.0])
+    before = [{"preemptions": 1.0, "spec_drafts": 10.0, "spec_draft_tokens": 40.0, "spec_accepted": 5.0}]
+    after = [{"preemptions": 1.0, "spec_drafts": 20.0, "spec_draft_tokens": 80.0, "spec_accepted": 20.0}]
+    m = engine_metrics(before, after)
+    assert m == {"rollout/preemptions": 0.0, "rollout/spec/accept_len": 2.5}

@@ -13,10 +13,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 from umbra.data.registry import check_dataset
 from umbra.models.registry import context_length
 
-RolloutPolicy = Literal["static-group"]
+RolloutPolicy = Literal["static-group", "request-lb", "seer"]
 # Tokens reserved for the prompt; the job drops problems whose prompt is longer.
 PROMPT_BUDGET = 512
-ROLLOUT_POLICIES: tuple[str, ...] = ("static-group",)
 
 
 class RunConfig(BaseModel):
@@ -39,7 +38,13 @@ class RunConfig(BaseModel):
     kl_coef: float = Field(0.01, ge=0.0, le=100.0, description="weight of the KL penalty to the initial policy")
     clip_eps: float = Field(0.2, gt=0.0, le=1.0, description="PPO/GRPO ratio clip range")
     train_minibatches: int = Field(1, ge=1, le=64, description="optimizer steps per iteration")
-    rollout_policy: RolloutPolicy = "static-group"
+    rollout_policy: RolloutPolicy = Field("static-group", description=(
+        "static-group (veRL-style baseline), request-lb, or seer; oracle-lfs needs true lengths "
+        "and lives in `umbra bench rollout`"))
+    chunk_tokens: int = Field(64, ge=1, le=65536, description="seer: tokens per chunk (divided rollout)")
+    seer_divided: bool = Field(True, description="seer: divided rollout (chunks + rebalancing)")
+    seer_context_aware: bool = Field(True, description="seer: context-aware scheduling (Alg. 2)")
+    spec_decoding: bool = Field(False, description="grouped speculative decoding (suffix drafts, Alg. 1)")
     rollout_instances: int = Field(2, ge=1, le=64, description="vLLM rollout instances (Ray actors)")
     kv_cache_gib: int = Field(1, ge=1, le=1024, description="KV cache budget per instance, GiB")
     max_num_seqs: int = Field(64, ge=1, le=4096, description="max concurrent sequences per instance")
@@ -70,6 +75,13 @@ class RunConfig(BaseModel):
             raise ValueError(f"max_tokens {v} exceeds what model '{model}' allows "
                              f"({limit} = context {ctx} - {PROMPT_BUDGET} prompt tokens)")
         return v
+
+    def policy_options(self) -> dict:
+        """Keyword options of the rollout policy object for this config."""
+        if self.rollout_policy == "seer":
+            return {"chunk_tokens": self.chunk_tokens, "divided": self.seer_divided,
+                    "context_aware": self.seer_context_aware}
+        return {}
 
     def to_json(self) -> str:
         """Canonical JSON (sorted keys) of the config."""

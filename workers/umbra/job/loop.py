@@ -11,12 +11,14 @@ from umbra.config import PROMPT_BUDGET, RunConfig
 from umbra.data.registry import load_problems
 from umbra.models.registry import context_length, resolve_model
 from umbra.rewards.math_answer import math_reward
+from umbra.rollout.capacity import concurrency_cap
 from umbra.rollout.instance import start_instances
-from umbra.rollout.metrics import request_records, rollout_metrics
+from umbra.rollout.metrics import engine_metrics, policy_counters, request_records, rollout_metrics
 from umbra.rollout.policies import make_policy
 from umbra.rollout.prompts import encode_prompts
 from umbra.rollout.request import make_groups
 from umbra.rollout.runner import run_rollout
+from umbra.spec.server import start_draft_server
 from umbra.training.grpo import group_advantages
 from umbra.training.trainer import start_trainer
 
@@ -57,11 +59,15 @@ def run(config: RunConfig, telemetry) -> None:
              config.rollout_instances)
 
     max_len = min(context_length(config.model), PROMPT_BUDGET + config.max_tokens)
+    draft_server = start_draft_server() if config.spec_decoding else None
     instances = start_instances(config.rollout_instances, model_path, max_len, config.max_num_seqs,
-                                config.seed, config.temperature, config.kv_cache_gib)
+                                config.seed, config.kv_cache_gib, draft_server)
     trainer = start_trainer(model_path, config.learning_rate, config.kl_coef, config.clip_eps,
                             config.train_minibatches, config.seed)
-    policy = make_policy(config.rollout_policy)
+    policy = make_policy(config.rollout_policy, **config.policy_options())
+    longest_prompt = max(len(ids) for _, ids in pool)
+    cap = concurrency_cap(model_path, config.kv_cache_gib, longest_prompt + config.max_tokens, config.max_num_seqs)
+    capacities = [cap] * config.rollout_instances
     rng = random.Random(config.seed)
     version = 0
     log.info("instances and trainer ready")
@@ -70,8 +76,10 @@ def run(config: RunConfig, telemetry) -> None:
         t_iter = time.time()
         batch = [pool[rng.randrange(len(pool))] for _ in range(config.prompts_per_iteration)]
         groups = make_groups([ids for _, ids in batch], config.group_size, config.max_tokens,
-                             config.seed * 7919 + it)
-        requests, start, end = run_rollout(policy, instances, groups)
+                             config.seed * 7919 + it, config.temperature)
+        counters_before = ray.get([inst.engine_counters.remote() for inst in instances])
+        requests, start, end = run_rollout(policy, instances, groups, capacities, draft_server)
+        engine = engine_metrics(counters_before, ray.get([inst.engine_counters.remote() for inst in instances]))
         stale = {r.policy_version for r in requests} - {version}
         if stale:
             raise OffPolicyError(f"iteration {it}: rollout used policy versions {stale}, trainer is at {version}")
@@ -84,7 +92,9 @@ def run(config: RunConfig, telemetry) -> None:
         version = int(train.pop("policy_version"))
         sync_s = sync_weights(trainer, instances, version)
 
-        metrics = rollout_metrics(requests, start, end)
+        metrics = rollout_metrics(requests, start, end, config.rollout_instances)
+        metrics.update(policy_counters(policy))
+        metrics.update(engine)
         metrics.update(train)
         metrics.update({
             "reward/mean": sum(rewards) / len(rewards),

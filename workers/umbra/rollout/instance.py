@@ -5,12 +5,9 @@ serving while requests decode.
 """
 from __future__ import annotations
 
-import asyncio
 import os
 import time
 from typing import Any
-
-from umbra.rollout.request import Request
 
 
 class RolloutInstance:
@@ -20,15 +17,21 @@ class RolloutInstance:
     Raises at construction if vLLM cannot load ``model_path``.
     """
 
-    def __init__(self, instance_id: int, model_path: str, max_model_len: int, max_num_seqs: int,
-                 seed: int, temperature: float):
+    def __init__(self, instance_id: int, model_path: str, max_model_len: int, max_num_seqs: int, seed: int,
+                 draft_server=None, gamma_max: int = 8):
         from vllm import AsyncEngineArgs
         from vllm.v1.engine.async_llm import AsyncLLM
 
         self.instance_id = instance_id
-        self.temperature = temperature
         self.policy_version = 0
+        self.draft_server = draft_server  # grouped speculative decoding when set
+        self.draft_versions: dict[int, int] = {}
+        spec = None
+        if draft_server is not None:
+            spec = {"method": "custom_class", "model": "umbra.spec.proposer.GroupedSuffixProposer",
+                    "num_speculative_tokens": gamma_max}
         args = AsyncEngineArgs(
+            speculative_config=spec,
             model=model_path, dtype="float32", max_model_len=max_model_len, max_num_seqs=max_num_seqs,
             seed=seed, enforce_eager=True, enable_prefix_caching=True,
             # No partial prefills: vLLM rewinds a seeded request's generator after a
@@ -42,25 +45,41 @@ class RolloutInstance:
         """Cheap liveness probe: id, pid and the loaded policy version."""
         return {"instance": self.instance_id, "pid": os.getpid(), "policy_version": self.policy_version}
 
-    async def _run_one(self, req: Request) -> Request:
+    async def generate_chunk(self, request_id: str, group_id: int, prompt_token_ids: list[int],
+                             generated: list[int], max_tokens: int, seed: int,
+                             temperature: float) -> dict[str, Any]:
+        """Generate up to ``max_tokens`` more tokens of a request whose context is
+        ``prompt_token_ids + generated`` (the prefix cache reuses its KV when it ran here before).
+
+        Returns ``{"tokens", "finish_reason" ("stop" at EOS, else "length"), "start_s",
+        "finish_s", "policy_version"}``; times are wall-clock seconds.
+        """
         from vllm import SamplingParams
 
-        params = SamplingParams(n=1, temperature=self.temperature, max_tokens=req.max_tokens, seed=req.seed)
-        req.instance, req.policy_version, req.start_s = self.instance_id, self.policy_version, time.time()
+        if self.draft_server is not None:
+            await self._refresh_drafts(group_id, prompt_token_ids)
+        params = SamplingParams(n=1, temperature=temperature, max_tokens=max_tokens, seed=seed)
+        start = time.time()
         final = None
-        async for out in self.engine.generate({"prompt_token_ids": req.prompt_token_ids}, params,
-                                              f"{req.request_id}-v{self.policy_version}"):
+        async for out in self.engine.generate({"prompt_token_ids": prompt_token_ids + generated}, params,
+                                              f"{request_id}-{len(generated)}-v{self.policy_version}"):
             final = out
         completion = final.outputs[0]
-        req.output_token_ids = list(completion.token_ids)
-        req.finish_reason = completion.finish_reason
-        req.finish_s = time.time()
-        return req
+        return {"tokens": list(completion.token_ids), "finish_reason": completion.finish_reason or "length",
+                "start_s": start, "finish_s": time.time(), "policy_version": self.policy_version}
 
-    async def generate(self, requests: list[Request]) -> list[Request]:
-        """Run ``requests`` concurrently to completion; returns them filled in
-        (output tokens, start/finish times, instance, policy version)."""
-        return list(await asyncio.gather(*(self._run_one(r) for r in requests)))
+    async def _refresh_drafts(self, group_id: int, prompt: list[int]) -> None:
+        """Pull the group's new tokens from the draft server into the workers' replicas."""
+        version, updates = await self.draft_server.since.remote(group_id, self.draft_versions.get(group_id, 0))
+        if updates or group_id not in self.draft_versions:
+            await self.engine.collective_rpc("umbra_update_drafts", args=(group_id, prompt, updates))
+        self.draft_versions[group_id] = version
+
+    async def reset_drafts(self) -> None:
+        """Start a new rollout: forget the replicas' groups."""
+        self.draft_versions.clear()
+        if self.draft_server is not None:
+            await self.engine.collective_rpc("umbra_reset_drafts")
 
     async def load_weights(self, blob: bytes, version: int) -> list[str]:
         """Load new weights (safetensors bytes) into every worker; returns their sha256s.
@@ -87,14 +106,30 @@ class RolloutInstance:
             result.append(float(entry[tok].logprob))
         return result
 
+    def engine_counters(self) -> dict[str, float]:
+        """Cumulative engine counters read from vLLM's metrics: ``preemptions``,
+        ``spec_drafts`` (verification steps with a draft), ``spec_draft_tokens``, ``spec_accepted``."""
+        from vllm.v1.metrics.reader import Counter, get_metrics_snapshot
+
+        names = {"vllm:num_preemptions": "preemptions", "vllm:spec_decode_num_drafts": "spec_drafts",
+                 "vllm:spec_decode_num_draft_tokens": "spec_draft_tokens",
+                 "vllm:spec_decode_num_accepted_tokens": "spec_accepted"}
+        out = dict.fromkeys(names.values(), 0.0)
+        for m in get_metrics_snapshot():
+            key = names.get(m.name.removesuffix("_total"))
+            if key and isinstance(m, Counter):
+                out[key] += float(m.value)
+        return out
+
     def shutdown(self) -> None:
         """Stop the engine's processes."""
         self.engine.shutdown()
 
 
 def start_instances(n: int, model_path: str, max_model_len: int, max_num_seqs: int, seed: int,
-                    temperature: float, kv_cache_gib: int, num_cpus: float = 0.5) -> list:
-    """Start ``n`` RolloutInstance Ray actors and wait until each engine is up.
+                    kv_cache_gib: int, draft_server=None, num_cpus: float = 0.5) -> list:
+    """Start ``n`` RolloutInstance Ray actors and wait until each engine is up; with a
+    ``draft_server`` handle they run grouped speculative decoding.
 
     Returns the actor handles. Raises ``ray.exceptions.RayActorError`` when an
     engine fails to start (e.g. a model vLLM cannot load).
@@ -106,7 +141,7 @@ def start_instances(n: int, model_path: str, max_model_len: int, max_num_seqs: i
     actor_cls = ray.remote(RolloutInstance)
     handles = [
         actor_cls.options(num_cpus=num_cpus, runtime_env={"env_vars": env}, name=None)
-        .remote(i, model_path, max_model_len, max_num_seqs, seed + i, temperature)
+        .remote(i, model_path, max_model_len, max_num_seqs, seed + i, draft_server)
         for i in range(n)
     ]
     ray.get([h.ready.remote() for h in handles])

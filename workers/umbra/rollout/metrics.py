@@ -27,7 +27,33 @@ def tail_time(start_s: float, finishes: list[float], frac: float = 0.1) -> float
     return ordered[-1] - head_done
 
 
-def rollout_metrics(requests: list[Request], start_s: float, end_s: float) -> dict[str, float]:
+def busy_seconds(intervals: list[tuple[float, float]]) -> float:
+    """Length of the union of ``(start, end)`` intervals, seconds."""
+    total, cur_s, cur_e = 0.0, None, None
+    for s, e in sorted(intervals):
+        if cur_e is None or s > cur_e:
+            if cur_e is not None:
+                total += cur_e - cur_s
+            cur_s, cur_e = s, e
+        else:
+            cur_e = max(cur_e, e)
+    if cur_e is not None:
+        total += cur_e - cur_s
+    return total
+
+
+def instance_idle_frac(requests: list[Request], start_s: float, end_s: float, num_instances: int) -> list[float]:
+    """Per instance, the fraction of the rollout during which it ran no chunk."""
+    elapsed = max(end_s - start_s, 1e-9)
+    per: list[list[tuple[float, float]]] = [[] for _ in range(num_instances)]
+    for r in requests:
+        for c in r.chunks:
+            per[c["instance"]].append((c["start_s"], c["finish_s"]))
+    return [max(0.0, 1.0 - busy_seconds(iv) / elapsed) for iv in per]
+
+
+def rollout_metrics(requests: list[Request], start_s: float, end_s: float, num_instances: int = 1
+                    ) -> dict[str, float]:
     """Per-iteration ``rollout/*`` metrics over finished ``requests``.
 
     Units: seconds, tokens, tokens/s. Raises ValueError if a request has not finished.
@@ -39,6 +65,7 @@ def rollout_metrics(requests: list[Request], start_s: float, end_s: float) -> di
     latencies = sorted(r.finish_s - r.start_s for r in requests)
     decode = [len(r.output_token_ids) / max(r.finish_s - r.start_s, 1e-9) for r in requests]
     tail = tail_time(start_s, [r.finish_s for r in requests])
+    idle = instance_idle_frac(requests, start_s, end_s, num_instances)
     out = {
         "rollout/time_s": elapsed,
         "rollout/output_tokens": float(sum(lengths)),
@@ -49,11 +76,31 @@ def rollout_metrics(requests: list[Request], start_s: float, end_s: float) -> di
         "rollout/response_len/max": float(max(lengths)),
         "rollout/clip_ratio": sum(r.clipped for r in requests) / len(requests),
         "rollout/decode_tok_s": statistics.median(decode),
+        "rollout/chunks": float(sum(len(r.chunks) for r in requests)),
+        "rollout/instance_idle_frac": statistics.fmean(idle),
     }
+    for i, frac in enumerate(idle):
+        out[f"rollout/instance_idle_frac/{i}"] = frac
     for q in (50, 90, 99):
         out[f"rollout/request_latency_s/p{q}"] = _percentile(latencies, q)
     out["rollout/request_latency_s/max"] = latencies[-1]
     return out
+
+
+def policy_counters(policy) -> dict[str, float]:
+    """Migrations and re-prefilled tokens counted by a chunking policy (0 for others)."""
+    return {"rollout/migrations": float(getattr(policy, "migrations", 0)),
+            "rollout/reprefill_tokens": float(getattr(policy, "reprefill_tokens", 0))}
+
+
+def engine_metrics(before: list[dict], after: list[dict]) -> dict[str, float]:
+    """``rollout/preemptions`` and ``rollout/spec/accept_len`` (mean tokens per
+    verification step incl. the bonus token; 1.0 without drafts) from the instances'
+    engine counters read before and after the rollout."""
+    delta = {k: sum(a[k] - b[k] for a, b in zip(after, before)) for k in after[0]} if after else {}
+    drafts = delta.get("spec_drafts", 0.0)
+    return {"rollout/preemptions": delta.get("preemptions", 0.0),
+            "rollout/spec/accept_len": 1.0 + delta.get("spec_accepted", 0.0) / drafts if drafts else 1.0}
 
 
 def request_records(requests: list[Request], start_s: float) -> list[dict]:
@@ -62,6 +109,8 @@ def request_records(requests: list[Request], start_s: float) -> list[dict]:
         {"group": r.group_id, "index": r.index, "instance": r.instance,
          "start_s": round(r.start_s - start_s, 4), "finish_s": round(r.finish_s - start_s, 4),
          "output_tokens": len(r.output_token_ids), "finish_reason": r.finish_reason,
-         "policy_version": r.policy_version}
+         "policy_version": r.policy_version,
+         "chunks": [[c["instance"], round(c["start_s"] - start_s, 4), round(c["finish_s"] - start_s, 4), c["tokens"]]
+                    for c in r.chunks]}
         for r in requests
     ]

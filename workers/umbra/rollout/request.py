@@ -17,12 +17,48 @@ class Request:
     prompt_token_ids: list[int]
     max_tokens: int
     seed: int
+    temperature: float = 1.0
     output_token_ids: list[int] = field(default_factory=list)
     instance: int | None = None
     start_s: float | None = None
     finish_s: float | None = None
     finish_reason: str | None = None
     policy_version: int | None = None
+    chunks: list[dict] = field(default_factory=list)  # {"instance", "start_s", "finish_s", "tokens"}
+    done: bool = False
+
+    @property
+    def remaining(self) -> int:
+        """Tokens this request may still generate."""
+        return self.max_tokens - len(self.output_token_ids)
+
+    @property
+    def last_instance(self) -> int | None:
+        """Instance of the latest chunk (cache affinity), or None before the first."""
+        return self.chunks[-1]["instance"] if self.chunks else None
+
+    def chunk_seed(self) -> int:
+        """Sampling seed of the next chunk: a fresh stream per chunk, so chunking keeps
+        sampling i.i.d. per token (the same distribution as one long request)."""
+        return (self.seed * 1_000_003 + len(self.output_token_ids)) % (2**31 - 1)
+
+    def add_chunk(self, instance: int, tokens: list[int], finish_reason: str, start_s: float,
+                  finish_s: float) -> None:
+        """Append one chunk's tokens and timing; marks the request done at EOS or ``max_tokens``.
+
+        Raises ValueError if the chunk would exceed ``max_tokens`` (a chunk-bound violation).
+        """
+        if len(tokens) > self.remaining:
+            raise ValueError(f"{self.request_id}: chunk of {len(tokens)} tokens exceeds remaining {self.remaining}")
+        self.output_token_ids.extend(tokens)
+        self.chunks.append({"instance": instance, "start_s": start_s, "finish_s": finish_s, "tokens": len(tokens)})
+        if self.start_s is None:
+            self.start_s = start_s
+        self.instance = instance
+        if finish_reason == "stop" or self.remaining == 0:
+            self.done = True
+            self.finish_s = finish_s
+            self.finish_reason = "stop" if finish_reason == "stop" else "length"
 
     @property
     def request_id(self) -> str:
@@ -34,12 +70,13 @@ class Request:
         return self.finish_reason == "length"
 
 
-def make_groups(prompts: list[list[int]], group_size: int, max_tokens: int, seed: int) -> list[list[Request]]:
+def make_groups(prompts: list[list[int]], group_size: int, max_tokens: int, seed: int,
+                temperature: float = 1.0) -> list[list[Request]]:
     """``len(prompts)`` groups of ``group_size`` requests each; every request gets
     its own sampling seed derived from ``seed`` so a rollout is reproducible."""
     return [
         [Request(group_id=g, index=i, prompt_token_ids=list(p), max_tokens=max_tokens,
-                 seed=(seed * 1_000_003 + g * 1009 + i) % (2**31 - 1))
+                 seed=(seed * 1_000_003 + g * 1009 + i) % (2**31 - 1), temperature=temperature)
          for i in range(group_size)]
         for g, p in enumerate(prompts)
     ]

@@ -18,3 +18,15 @@ class WeightSyncExtension:
         tensors = load(blob)
         self.reload_weights(weights_iterator=iter(tensors.items()))
         return hashlib.sha256(blob).hexdigest()
+
+    def umbra_update_drafts(self, group: int, prompt: list[int], updates: list) -> None:
+        """Feed the grouped-speculation proposer's replica (no-op without speculation)."""
+        drafter = getattr(self.model_runner, "drafter", None)
+        if drafter is not None and hasattr(drafter, "replica"):
+            drafter.replica.apply(group, prompt, updates)
+
+    def umbra_reset_drafts(self) -> None:
+        """Drop every group of the replica (a new rollout reuses group ids)."""
+        drafter = getattr(self.model_runner, "drafter", None)
+        if drafter is not None and hasattr(drafter, "replica"):
+            drafter.replica.reset()

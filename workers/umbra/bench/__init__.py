@@ -1,0 +1,1 @@
+"""Benchmarks (commands that print a table and JSON; never timed tests)."""

@@ -1,0 +1,64 @@
+"""The policy interface shared by every rollout policy."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from umbra.rollout.request import Request
+
+
+@dataclass(frozen=True)
+class Dispatch:
+    """Run ``request`` on ``instance`` for at most ``max_tokens`` more tokens (one chunk)."""
+
+    request: Request
+    instance: int
+    max_tokens: int
+
+
+class Policy:
+    """Base class. The driver calls ``reset`` once per rollout, then alternates
+    ``next_dispatches`` (whenever slots are free) and ``on_chunk_done``.
+
+    ``capacities[i]`` is the most requests instance ``i`` may run at once, derived
+    from its KV budget so that the engine never preempts.
+    """
+
+    name = "base"
+    chunked = False
+
+    def reset(self, groups: list[list[Request]], capacities: list[int]) -> None:
+        if not capacities or min(capacities) < 1:
+            raise ValueError("every instance needs a capacity >= 1")
+        self.groups = groups
+        self.capacities = list(capacities)
+        self.running = [0] * len(capacities)
+        self.outstanding = sum(len(g) for g in groups)
+
+    def next_dispatches(self) -> list[Dispatch]:
+        """Chunks to start now, given the free slots; empty when nothing fits."""
+        raise NotImplementedError
+
+    def on_chunk_done(self, request: Request, instance: int) -> None:
+        """A chunk of ``request`` ended on ``instance`` (the request holds its new tokens)."""
+        self.running[instance] -= 1
+        if request.done:
+            self.outstanding -= 1
+        else:
+            self._requeue(request)
+
+    def _requeue(self, request: Request) -> None:
+        raise NotImplementedError(f"{self.name} runs requests whole; a request came back unfinished")
+
+    def _start(self, request: Request, instance: int, max_tokens: int) -> Dispatch:
+        self.running[instance] += 1
+        return Dispatch(request, instance, max_tokens)
+
+    @property
+    def finished(self) -> bool:
+        return self.outstanding == 0
+
+    def least_loaded(self) -> int | None:
+        """Instance with the most free slots (ties: lowest id), or None if all are full."""
+        free = [(self.capacities[i] - self.running[i], -i) for i in range(len(self.capacities))]
+        best = max(free)
+        return -best[1] if best[0] > 0 else None

@@ -1,0 +1,27 @@
+"""Request-level load balancing without chunking."""
+from __future__ import annotations
+
+from collections import deque
+
+from umbra.rollout.policies.base import Dispatch, Policy
+
+
+class RequestLBPolicy(Policy):
+    """Requests in submission order, each sent whole to the instance with the most
+    free slots (fewest in-flight requests) when it has room."""
+
+    name = "request-lb"
+
+    def reset(self, groups, capacities) -> None:
+        super().reset(groups, capacities)
+        self.queue = deque(r for g in groups for r in g)
+
+    def next_dispatches(self) -> list[Dispatch]:
+        out = []
+        while self.queue:
+            inst = self.least_loaded()
+            if inst is None:
+                break
+            req = self.queue.popleft()
+            out.append(self._start(req, inst, req.remaining))
+        return out
