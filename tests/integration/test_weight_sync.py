@@ -1,6 +1,8 @@
 """Real vLLM instances on the tiny model: seeded sampling, chunk boundaries, and weight
 sync (after a GRPO step every instance serves exactly the trainer's new weights, and
 the next rollout records the new policy version)."""
+from pathlib import Path
+
 import pytest
 
 pytestmark = pytest.mark.integration
@@ -67,7 +69,18 @@ def test_instances_serve_trainer_weights_after_step(ray_driver, instances, tiny_
             assert ray.get(inst.prompt_logprobs.remote(PROBE)) == pytest.approx(after, abs=1e-3)
             assert ray.get(inst.ready.remote())["policy_version"] == 1
 
+        groups = make_groups([PROBE[:4], PROBE[:6]], group_size=4, max_tokens=16, seed=2)
         reqs, _, _ = run_rollout(StaticGroupPolicy(), instances, groups, [16, 16])
         assert {r.policy_version for r in reqs} == {1}
     finally:
         ray.kill(trainer)
+        # Shared instances go back to the checkpoint for the tests that follow. The
+        # embeddings are tied: send lm_head too, as the trainer does, or it stays stale.
+        from safetensors.torch import load, save
+
+        tensors = load((Path(tiny_model_path) / "model.safetensors").read_bytes())
+        tensors["lm_head.weight"] = tensors["model.embed_tokens.weight"].clone()
+        blob = save(tensors)
+        ray.get([inst.load_weights.remote(blob, 0) for inst in instances])
+        for inst in instances:
+            assert ray.get(inst.prompt_logprobs.remote(PROBE)) == pytest.approx(before, abs=1e-4)

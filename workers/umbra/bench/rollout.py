@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     cap = concurrency_cap(path, args.kv_cache_gib, max_len, args.max_num_seqs)
     capacities = [cap] * args.instances
 
-    ray.init(ignore_reinit_error=True, log_to_driver=False)
+    ray.init(address="local", ignore_reinit_error=True, log_to_driver=False)  # never a stale cluster
     sets = {}
     need_spec = any(v.spec for v in variants)
     print(f"model {args.model}: {len(prompts)} prompts x G={args.group_size}, max_tokens {args.max_tokens}, "
