@@ -5,18 +5,20 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PWD/.venv/bin:$PATH" PYTHONPATH="$PWD/platform:$PWD/workers" DJANGO_SETTINGS_MODULE=umbra_site.settings
 PORT=${UMBRA_PORT:-8000}
+RAY_GCS_PORT=${UMBRA_RAY_PORT:-6380}
+RAY_DASH_PORT=${UMBRA_RAY_DASHBOARD_PORT:-8265}
+export UMBRA_LOCAL_RAY_DASHBOARD=http://127.0.0.1:$RAY_DASH_PORT
 export UMBRA_PLATFORM_URL=${UMBRA_PLATFORM_URL:-http://127.0.0.1:$PORT}
 # The local head listens on loopback only; set RAY_AUTH_MODE=token for a shared machine.
 export RAY_AUTH_MODE=${RAY_AUTH_MODE:-disabled}
 DATA=${DATA:-arith}
 MODEL=${MODEL:-smollm2}
 LOGS=var/log; mkdir -p $LOGS
-pids=(); started_ray=0
+pids=()
 cleanup() {
   trap - INT TERM EXIT
   echo; echo "==> stopping"
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  if [ $started_ray = 1 ]; then ray stop --force >/dev/null 2>&1 || true; fi
   wait 2>/dev/null || true
 }
 trap cleanup INT TERM EXIT
@@ -28,16 +30,17 @@ echo "==> database"
 python manage.py migrate -v0
 python manage.py collectstatic --noinput -v0
 
-if [ -z "${RAY_ADDRESS:-}" ] && ! ray status --address 127.0.0.1:6379 >/dev/null 2>&1 \
-   && ! curl -sf http://127.0.0.1:8265/api/version >/dev/null; then
-  echo "==> local Ray head (dashboard :8265)"
-  ray start --head --port=6380 --dashboard-host=127.0.0.1 --dashboard-port=8265 --num-cpus=8 \
-    --disable-usage-stats >$LOGS/ray.log 2>&1
-  started_ray=1
+if [ -z "${RAY_ADDRESS:-}" ] && ! curl -sf "http://127.0.0.1:$RAY_DASH_PORT/api/version" >/dev/null; then
+  echo "==> local Ray head (dashboard :$RAY_DASH_PORT)"
+  # --block keeps the head in the foreground of its own process: stopping that process
+  # stops this cluster only (`ray stop` would stop every Ray cluster on the machine).
+  ray start --head --block --port="$RAY_GCS_PORT" --dashboard-host=127.0.0.1 --dashboard-port="$RAY_DASH_PORT" \
+    --num-cpus=8 --disable-usage-stats >$LOGS/ray.log 2>&1 & pids+=($!)
+  for i in $(seq 1 90); do curl -sf "http://127.0.0.1:$RAY_DASH_PORT/api/version" >/dev/null && break; sleep 1; done
 fi
 
 echo "==> web server on :$PORT, Celery worker (logs in $LOGS/)"
-daphne -b 127.0.0.1 -p "$PORT" umbra_site.asgi:application >$LOGS/web.log 2>&1 & pids+=($!)
+daphne -b 127.0.0.1 -p "$PORT" umbra_site.asgi:application >$LOGS/web.log 2>&1 & web=$!; pids+=($web)
 celery -A umbra_site worker -Q umbra -c 2 --loglevel=INFO >$LOGS/worker.log 2>&1 & pids+=($!)
 for i in $(seq 1 30); do curl -s -o /dev/null "http://127.0.0.1:$PORT/accounts/login/" && break; sleep 1; done
 
@@ -45,4 +48,4 @@ echo "==> demo run on '$DATA' (first iteration: starting vLLM instances and the 
 # In the background + wait, so that Ctrl-C/TERM reach the cleanup trap at once.
 python manage.py umbra_demo --data "$DATA" --model "$MODEL" --base-url "http://127.0.0.1:$PORT" --wait & wait $!
 echo "Running. Open the dashboard URL above; Ctrl-C stops everything."
-wait "${pids[0]}"
+wait "$web"

@@ -85,9 +85,18 @@ def test_alg2_speculative_queue_is_shortest_generated_first():
     groups = make_groups([[1], [2]], 1, 50, 0)
     p = SeerPolicy(chunk_tokens=3)
     p.reset(groups, [1])
-    groups[0][0].output_token_ids = [7] * 6  # g0's speculative request already generated more
-    p.reset(groups, [1])
-    assert p.next_dispatches()[0].request.request_id == "g1-r0"
+    (d,) = p.next_dispatches()
+    assert d.request.request_id == "g0-r0"
+    d.request.add_chunk(0, [5, 6, 7], "length", 0.0, 1.0)  # g0's speculative request generated 3 tokens
+    p.on_chunk_done(d.request, 0)
+    assert p.next_dispatches()[0].request.request_id == "g1-r0"  # fewer generated goes first
+
+
+def test_policy_refuses_used_requests():
+    groups = make_groups([[1]], 2, 5, 0)
+    groups[0][0].output_token_ids = [1]
+    with pytest.raises(ValueError, match="fresh"):
+        SeerPolicy().reset(groups, [1])
 
 
 def test_seer_without_context_awareness_is_fifo():
