@@ -139,3 +139,15 @@ def team_user(django_user_model):
     user = django_user_model.objects.create_user("alice", password="pw-alpha-123")
     Membership.objects.create(user=user, team=team, role=Membership.Role.MEMBER)
     return team, user
+
+
+@pytest.fixture
+def running_run(team_user):
+    """A running run of team 'alpha' and its plaintext ingestion token."""
+    from runs.models import Experiment, Run
+    from runs.services import issue_ingest_token
+
+    team, user = team_user
+    exp = Experiment.objects.create(team=team, name="live")
+    run = Run.objects.create(experiment=exp, config={"model": "tiny"}, state=Run.State.RUNNING, created_by=user)
+    return run, issue_ingest_token(run)

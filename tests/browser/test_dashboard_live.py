@@ -6,20 +6,9 @@ import shutil
 import pytest
 import requests
 
-from runs.models import Experiment, Run
-from runs.services import issue_ingest_token
-
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 METRIC = "rollout/throughput_tok_s"
-
-
-@pytest.fixture
-def running_run(team_user):
-    team, user = team_user
-    exp = Experiment.objects.create(team=team, name="live")
-    run = Run.objects.create(experiment=exp, config={"model": "tiny"}, state=Run.State.RUNNING, created_by=user)
-    return run, issue_ingest_token(run)
 
 
 def _batch(seq, step, value):

@@ -1,19 +1,15 @@
 """The metric ingestion endpoint: auth, validation, exactly-once storage."""
 import pytest
 
-from runs.models import Experiment, Run
-from runs.services import issue_ingest_token
+from runs.models import Run
 from telemetry.models import MetricBatch, MetricPoint
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def run_token(team_user):
-    team, user = team_user
-    exp = Experiment.objects.create(team=team, name="e")
-    run = Run.objects.create(experiment=exp, config={"model": "tiny"}, state=Run.State.RUNNING, created_by=user)
-    return run, issue_ingest_token(run)
+def run_token(running_run):
+    return running_run
 
 
 def _post(client, run_id, body, token, content_type="application/json"):

@@ -55,6 +55,18 @@ class Policy:
         self.running[instance] += 1
         return Dispatch(request, instance, max_tokens)
 
+    def _dispatch_in_order(self, queue) -> list[Dispatch]:
+        """Whole requests from the front of ``queue`` (a deque), each to the least-loaded
+        instance, while any instance has a free slot."""
+        out = []
+        while queue:
+            inst = self.least_loaded()
+            if inst is None:
+                break
+            req = queue.popleft()
+            out.append(self._start(req, inst, req.remaining))
+        return out
+
     @property
     def finished(self) -> bool:
         return self.outstanding == 0

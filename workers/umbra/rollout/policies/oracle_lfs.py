@@ -1,6 +1,8 @@
 """Longest-first on known lengths: an upper bound for benchmarks and the simulator."""
 from __future__ import annotations
 
+from collections import deque
+
 from umbra.rollout.policies.base import Dispatch, Policy
 
 
@@ -20,14 +22,7 @@ class OracleLFSPolicy(Policy):
         super().reset(groups, capacities)
         reqs = [r for g in groups for r in g]
         # Stable: equal lengths keep submission order, so the plan is deterministic.
-        self.queue = sorted(reqs, key=lambda r: -self.lengths.get(r.request_id, r.max_tokens))
+        self.queue = deque(sorted(reqs, key=lambda r: -self.lengths.get(r.request_id, r.max_tokens)))
 
     def next_dispatches(self) -> list[Dispatch]:
-        out = []
-        while self.queue:
-            inst = self.least_loaded()
-            if inst is None:
-                break
-            req = self.queue.pop(0)
-            out.append(self._start(req, inst, req.remaining))
-        return out
+        return self._dispatch_in_order(self.queue)

@@ -17,11 +17,4 @@ class RequestLBPolicy(Policy):
         self.queue = deque(r for g in groups for r in g)
 
     def next_dispatches(self) -> list[Dispatch]:
-        out = []
-        while self.queue:
-            inst = self.least_loaded()
-            if inst is None:
-                break
-            req = self.queue.popleft()
-            out.append(self._start(req, inst, req.remaining))
-        return out
+        return self._dispatch_in_order(self.queue)
