@@ -32,11 +32,14 @@ def pack(prompts: list[list[int]], responses: list[list[int]], pad_id: int) -> T
     return TokenBatch(ids, attn, resp)
 
 
-def token_logprobs(model, batch: TokenBatch) -> tuple[torch.Tensor, torch.Tensor]:
-    """Next-token log-probs and entropies under ``model``, both ``[B, L-1]``."""
+def token_logprobs(model, batch: TokenBatch, with_entropy: bool = True) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Next-token log-probs ``[B, L-1]`` under ``model`` and, if asked, entropies ``[B, L-1]``
+    (a metric only: computed without a graph, so it costs no activation memory)."""
     logits = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits[:, :-1].float()
-    logp_all = torch.log_softmax(logits, dim=-1)
-    target = batch.input_ids[:, 1:]
-    logp = torch.gather(logp_all, -1, target[..., None]).squeeze(-1)
-    entropy = -(logp_all.exp() * logp_all).sum(-1)
+    lse = torch.logsumexp(logits, dim=-1)
+    logp = torch.gather(logits, -1, batch.input_ids[:, 1:, None]).squeeze(-1) - lse
+    entropy = None
+    if with_entropy:
+        with torch.no_grad():
+            entropy = lse - (torch.softmax(logits, dim=-1) * logits).sum(-1)
     return logp, entropy

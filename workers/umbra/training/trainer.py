@@ -64,9 +64,9 @@ class GRPOTrainer:
         with torch.no_grad():  # rollout-time (old) and reference log-probs, fixed for this step
             # With one optimizer step the policy is still the rollout policy when each
             # micro-batch runs, so old = detached current log-probs: no extra forward.
-            old = ({tuple(m): token_logprobs(self.model, self._micro(m, prompts, responses))[0] for m in micro}
+            old = ({tuple(m): token_logprobs(self.model, self._micro(m, prompts, responses), False)[0] for m in micro}
                    if self.minibatches > 1 else None)
-            ref = ({tuple(m): token_logprobs(self.ref, self._micro(m, prompts, responses))[0] for m in micro}
+            ref = ({tuple(m): token_logprobs(self.ref, self._micro(m, prompts, responses), False)[0] for m in micro}
                    if self.ref is not None else None)
         adv = torch.tensor(advantages, dtype=torch.float32)
         per_mini = max(1, -(-len(micro) // self.minibatches))
@@ -87,7 +87,7 @@ class GRPOTrainer:
                 stats["loss"] += float(loss) * weight
                 stats["kl"] += st["kl"] * weight
                 stats["clip_frac"] += st["clip_frac"] * weight
-                stats["entropy"] += float(masked_mean(ent.detach(), b.response_mask)) * weight
+                stats["entropy"] += float(masked_mean(ent, b.response_mask)) * weight
             grad_norm = float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0))
             self.opt.step()
         steps = -(-len(micro) // per_mini)
