@@ -40,9 +40,6 @@ class RolloutInstance:
             worker_extension_cls="umbra.rollout.vllm_worker_ext.WeightSyncExtension",
         )
         self.engine = AsyncLLM.from_engine_args(args)
-        from umbra.rollout.reaper import watch_children
-
-        watch_children()  # the engine's processes must not outlive this actor
 
     def ready(self) -> dict[str, Any]:
         """Cheap liveness probe: id, pid and the loaded policy version."""
@@ -108,12 +105,6 @@ class RolloutInstance:
         for tok, entry in zip(token_ids[1:], final.prompt_logprobs[1:]):
             result.append(float(entry[tok].logprob))
         return result
-
-    def engine_pids(self) -> list[int]:
-        """Pids of the engine's processes (children of this actor)."""
-        import psutil
-
-        return [p.pid for p in psutil.Process().children(recursive=True)]
 
     def engine_counters(self) -> dict[str, float]:
         """Cumulative engine counters read from vLLM's metrics: ``preemptions``,
