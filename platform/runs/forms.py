@@ -61,10 +61,17 @@ class RunForm(forms.Form):
         for name, info in RunConfig.model_fields.items():
             if info.annotation is bool:  # an unchecked box is absent from POST: it means False
                 values[name] = bool(data.get(name))
+        cluster = values.get("cluster", "")
+        if cluster and cluster not in settings.UMBRA_ALLOWED_CLUSTERS:
+            self.add_error("cluster", "not an allowed Ray cluster; leave empty for the default "
+                                      "(operators list others in UMBRA_ALLOWED_CLUSTERS)")
         if raw:
-            values["dataset"] = str(_store_dataset(raw))
+            values["dataset"] = "arith"  # validate the rest before anything is written to disk
         try:
-            data["config"] = RunConfig.model_validate(values)
+            config = RunConfig.model_validate(values)
+            if raw and not self.errors:
+                config = config.model_copy(update={"dataset": str(_store_dataset(raw))})
+            data["config"] = config
         except ValidationError as exc:
             for err in exc.errors():
                 field = str(err["loc"][0]) if err["loc"] else None

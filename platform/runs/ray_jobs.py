@@ -44,8 +44,12 @@ def ensure_local_head(timeout_s: float = 90.0) -> None:
     port = settings.LOCAL_RAY_DASHBOARD.rsplit(":", 1)[-1]
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}")
     log.info("starting a local Ray head (dashboard port %s)", port)
-    subprocess.run([ray_bin, "start", "--head", "--dashboard-host=127.0.0.1", f"--dashboard-port={port}",
-                    "--num-cpus=8", "--disable-usage-stats"], env=env, check=False, capture_output=True)
+    # Ray's default GCS port is 6379, Redis's: give the head its own.
+    started = subprocess.run([ray_bin, "start", "--head", f"--port={settings.LOCAL_RAY_GCS_PORT}",
+                              "--dashboard-host=127.0.0.1", f"--dashboard-port={port}", "--num-cpus=8",
+                              "--disable-usage-stats"], env=env, check=False, capture_output=True, text=True)
+    if started.returncode != 0:
+        raise ClusterUnavailable(f"could not start a local Ray head: {started.stderr.strip()[-500:]}")
     deadline = time.time() + timeout_s
     while time.time() < deadline:
         try:

@@ -69,7 +69,14 @@ def follow_run(run_id: int) -> None:
 def cancel_run(run_id: int) -> None:
     """Stop the run's Ray job; the follow task then records ``cancelled``."""
     run = Run.objects.get(pk=run_id)
-    client = ray_jobs.client_for(run.config)
+    if run.is_terminal:
+        return
+    try:
+        client = ray_jobs.client_for(run.config)
+    except ray_jobs.ClusterUnavailable as exc:
+        # Nothing can be running there; record the cancel so a retrying dispatch stops too.
+        transition(run_id, Run.State.CANCELLED, f"cancelled; the cluster did not answer ({exc})")
+        return
     if ray_jobs.job_exists(client, run.submission_id):
         client.stop_job(run.submission_id)
     else:

@@ -1,6 +1,7 @@
 """HTML pages for runs: team run list, the run form, the run dashboard, cancel."""
 from __future__ import annotations
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponseForbidden, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -78,5 +79,9 @@ def run_cancel(request, run_id: int):
     member = membership(request.user, run.experiment.team)
     if member is None or not member.can_submit():
         return HttpResponseForbidden("viewers cannot cancel runs")
-    request_cancel(run)
+    if run.is_terminal:
+        messages.info(request, f"Run #{run.pk} has already ended ({run.state}).")
+    else:
+        request_cancel(run)
+        messages.info(request, f"Cancel requested for run #{run.pk}; the state changes once the Ray job stops.")
     return redirect("run-dashboard", run_id=run.pk)

@@ -10,7 +10,7 @@ from telemetry.broadcast import group_name
 
 class RunConsumer(AsyncJsonWebsocketConsumer):
     """``/ws/runs/<id>/``: joins group ``run-<id>`` if the user may see the run;
-    otherwise closes with code 4404 (the run does not exist for them)."""
+    otherwise refuses the handshake (HTTP 403; the run does not exist for them)."""
 
     async def connect(self):
         self.run_id = int(self.scope["url_route"]["kwargs"]["run_id"])
@@ -27,8 +27,15 @@ class RunConsumer(AsyncJsonWebsocketConsumer):
         if hasattr(self, "run_id"):
             await self.channel_layer.group_discard(group_name(self.run_id), self.channel_name)
 
-    async def receive_json(self, content, **kwargs):
-        """Dashboards only listen; anything they send is ignored."""
+    async def receive(self, text_data=None, bytes_data=None, **kwargs):
+        """Dashboards only listen; anything they send (JSON or not) is ignored."""
 
     async def run_message(self, event):
         await self.send_json(event["message"])
+
+
+class RejectConsumer(AsyncJsonWebsocketConsumer):
+    """Any other WebSocket path: refuse the handshake instead of erroring."""
+
+    async def connect(self):
+        await self.close()

@@ -1,5 +1,8 @@
-from django.urls import path
+from django.urls import path, re_path
 
-from telemetry.consumers import RunConsumer
+from telemetry.consumers import RejectConsumer, RunConsumer
 
-websocket_urlpatterns = [path("ws/runs/<int:run_id>/", RunConsumer.as_asgi())]
+websocket_urlpatterns = [
+    path("ws/runs/<int:run_id>/", RunConsumer.as_asgi()),
+    re_path(r"", RejectConsumer.as_asgi()),
+]

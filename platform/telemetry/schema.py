@@ -3,18 +3,21 @@ from __future__ import annotations
 
 import math
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 MAX_POINTS = 10_000
 MAX_TRACE_REQUESTS = 100_000
+INT32 = 2**31 - 1  # PostgreSQL integer columns
+# strict: "5" is not an integer and true is not a number; allow_inf_nan: NaN/inf refused everywhere
+STRICT = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
 
 class PointIn(BaseModel):
     """``name`` like ``rollout/time_s``; ``step`` = iteration; ``value`` finite."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = STRICT
     name: str = Field(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9_./{}-]+$")
-    step: int = Field(ge=0, le=2**31 - 1)
+    step: int = Field(ge=0, le=INT32)
     value: float
 
     @field_validator("value")
@@ -28,29 +31,35 @@ class PointIn(BaseModel):
 class RequestRow(BaseModel):
     """One request of a trace (times in seconds from the rollout start)."""
 
-    model_config = ConfigDict(extra="forbid")
-    group: int = Field(ge=0)
-    index: int = Field(ge=0)
-    instance: int | None = None
-    start_s: float
-    finish_s: float
-    output_tokens: int = Field(ge=0)
+    model_config = STRICT
+    group: int = Field(ge=0, le=INT32)
+    index: int = Field(ge=0, le=INT32)
+    instance: int | None = Field(None, ge=0, le=INT32)
+    start_s: float = Field(ge=0, le=1e7)
+    finish_s: float = Field(ge=0, le=1e7)
+    output_tokens: int = Field(ge=0, le=INT32)
     finish_reason: str | None = Field(None, max_length=20)
-    policy_version: int | None = None
+    policy_version: int | None = Field(None, ge=0, le=INT32)
     # [instance, start_s, finish_s, tokens] per chunk (divided rollout)
     chunks: list[tuple[int, float, float, int]] = Field(default_factory=list, max_length=100_000)
 
+    @model_validator(mode="after")
+    def _ordered(self) -> "RequestRow":
+        if self.finish_s < self.start_s:
+            raise ValueError("finish_s is before start_s")
+        return self
+
 
 class TraceIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    iteration: int = Field(ge=0)
+    model_config = STRICT
+    iteration: int = Field(ge=0, le=INT32)
     requests: list[RequestRow] = Field(max_length=MAX_TRACE_REQUESTS)
 
 
 class BatchIn(BaseModel):
     """A metric batch: ``seq`` numbers batches of one run from 1."""
 
-    model_config = ConfigDict(extra="forbid")
-    seq: int = Field(ge=1, le=2**31 - 1)
+    model_config = STRICT
+    seq: int = Field(ge=1, le=INT32)
     points: list[PointIn] = Field(max_length=MAX_POINTS)
     trace: TraceIn | None = None

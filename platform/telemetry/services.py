@@ -14,6 +14,8 @@ def ingest(run: Run, batch: BatchIn) -> bool:
 
     Returns True if stored now, False for a duplicate (a retried delivery).
     """
+    if MetricBatch.objects.filter(run=run, seq=batch.seq).exists():
+        return False
     try:
         with transaction.atomic():
             MetricBatch.objects.create(run=run, seq=batch.seq)
@@ -25,8 +27,24 @@ def ingest(run: Run, batch: BatchIn) -> bool:
                     run=run, iteration=batch.trace.iteration,
                     defaults={"requests": [r.model_dump() for r in batch.trace.requests]})
     except IntegrityError:
-        return False
+        # Only a concurrent delivery of the same seq is a duplicate; anything else is a bug
+        # that must surface, not be acknowledged as stored.
+        if MetricBatch.objects.filter(run=run, seq=batch.seq).exists():
+            return False
+        raise
     broadcast(run.pk, {"type": "metrics", "points": [p.model_dump() for p in batch.points]})
     if batch.trace is not None:
-        broadcast(run.pk, {"type": "trace", **batch.trace.model_dump()})
+        broadcast(run.pk, {"type": "trace", **_for_socket(batch.trace.model_dump())})
     return True
+
+
+MAX_PUSHED_ROWS = 2000  # keeps a trace message far below daphne's 1 MiB WebSocket frame limit
+
+
+def _for_socket(trace: dict) -> dict:
+    """The trace as pushed live: every k-th request when it is large (the stored trace is whole)."""
+    rows = trace["requests"]
+    if len(rows) > MAX_PUSHED_ROWS:
+        step = -(-len(rows) // MAX_PUSHED_ROWS)
+        rows = [{**r, "chunks": r["chunks"][:50]} for r in rows[::step]]
+    return {**trace, "requests": rows}

@@ -77,6 +77,10 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # Ray: empty RAY_ADDRESS means a local head at LOCAL_RAY_DASHBOARD, started on demand.
 RAY_ADDRESS = os.environ.get("RAY_ADDRESS", "")
 LOCAL_RAY_DASHBOARD = os.environ.get("UMBRA_LOCAL_RAY_DASHBOARD", "http://127.0.0.1:8265")
+LOCAL_RAY_GCS_PORT = int(os.environ.get("UMBRA_LOCAL_RAY_PORT", "6380"))
+# Ray addresses a run's `cluster` field may name (besides empty = the default); anything
+# else is refused, so members cannot point the worker at arbitrary hosts.
+UMBRA_ALLOWED_CLUSTERS = [a for a in os.environ.get("UMBRA_ALLOWED_CLUSTERS", "").split(",") if a]
 # How the Ray job reaches the platform's ingestion endpoint.
 UMBRA_PLATFORM_URL = os.environ.get("UMBRA_PLATFORM_URL", "http://127.0.0.1:8000")
 UMBRA_MODEL_DIR = os.environ.get("UMBRA_MODEL_DIR", str(VAR_DIR / "models"))

@@ -52,3 +52,41 @@ def test_websocket_refuses_other_teams_run_and_admits_own(team_user, other_run):
 
     assert async_to_sync(connect)(other_run.pk) == (False, 4404)
     assert async_to_sync(connect)(mine.pk)[0] is True
+
+
+@pytest.mark.django_db(transaction=True)
+def test_unknown_websocket_path_and_garbage_frames_do_not_error(team_user):
+    from umbra_site.asgi import application
+
+    _, alice = team_user
+    exp = Experiment.objects.create(team=Team.objects.get(slug="alpha"), name="mine")
+    mine = Run.objects.create(experiment=exp, config={}, state=Run.State.RUNNING, created_by=alice)
+
+    async def scenario():
+        comm = WebsocketCommunicator(application, "/ws/nope/", headers=[(b"origin", b"http://testserver")])
+        comm.scope["user"] = alice
+        refused = await comm.connect()
+        comm2 = WebsocketCommunicator(application, f"/ws/runs/{mine.pk}/", headers=[(b"origin", b"http://testserver")])
+        comm2.scope["user"] = alice
+        ok, _ = await comm2.connect()
+        await comm2.send_to(text_data="not json")
+        await comm2.send_to(bytes_data=b"\x00\x01")
+        alive = await comm2.receive_nothing(timeout=0.5)  # no error, no close
+        await comm2.disconnect()
+        return refused[0], ok, alive
+
+    assert async_to_sync(scenario)() == (False, True, True)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_cancel_with_an_unreachable_cluster_is_recorded(team_user, settings):
+    from runs.tasks import cancel_run
+
+    settings.UMBRA_ALLOWED_CLUSTERS = ["http://127.0.0.1:1"]
+    _, alice = team_user
+    exp = Experiment.objects.create(team=Team.objects.get(slug="alpha"), name="c")
+    run = Run.objects.create(experiment=exp, config={"cluster": "http://127.0.0.1:1"}, state=Run.State.DISPATCHING,
+                             created_by=alice)
+    cancel_run(run.pk)  # the task body, run here against the real (unreachable) address
+    run.refresh_from_db()
+    assert run.state == Run.State.CANCELLED and "did not answer" in run.events.last().reason

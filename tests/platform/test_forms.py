@@ -65,3 +65,34 @@ def test_viewer_cannot_submit(client, team_user, django_user_model):
     client.force_login(viewer)
     assert _post(client, team).status_code == 403
     assert Run.objects.count() == 0
+
+
+@pytest.mark.parametrize("field,value,msg", [
+    ("model", "x" * 300, "unknown model"),
+    ("dataset", "é" * 300, "unknown dataset"),
+    ("cluster", "http://169.254.169.254/", "not an allowed Ray cluster"),
+])
+def test_hostile_values_get_field_errors(client, team_user, field, value, msg):
+    team, user = team_user
+    client.force_login(user)
+    resp = _post(client, team, **{field: value})
+    assert resp.status_code == 400 and msg in " ".join(resp.context["form"].errors[field])
+    assert Run.objects.count() == 0
+
+
+def test_rejected_form_writes_no_upload(client, team_user, settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path
+    team, user = team_user
+    client.force_login(user)
+    data = (json.dumps({"question": "1+1?", "answer": "#### 2"}) + "\n").encode()
+    resp = client.post(f"/teams/{team.slug}/runs/new/",
+                       {**GOOD, "model": "nope", "dataset_file": SimpleUploadedFile("d.jsonl", data)})
+    assert resp.status_code == 400
+    assert not (tmp_path / "datasets").exists() or not any((tmp_path / "datasets").iterdir())
+
+
+def test_config_bounds_requests_per_iteration(client, team_user):
+    team, user = team_user
+    client.force_login(user)
+    resp = _post(client, team, prompts_per_iteration="4096", group_size="64")
+    assert resp.status_code == 400 and "at most" in " ".join(resp.context["form"].errors["group_size"])

@@ -61,3 +61,21 @@ def test_token_expires_with_the_run_and_unknown_run_is_404(client, run_token):
     Run.objects.filter(pk=run.pk).update(state=Run.State.SUCCEEDED)
     assert _post(client, run.pk, BATCH, token).status_code == 403
     assert MetricPoint.objects.count() == 0
+
+
+@pytest.mark.parametrize("raw", [
+    '{"seq":1,"points":[],"x":' + "[" * 100_000 + "]" * 100_000 + "}",
+    '{"seq":1,"points":[{"name":"x","step":0,"value":' + "9" * 5000 + "}]}",
+    '{"seq":"5","points":[]}',
+    '{"seq":1,"points":[{"name":"x","step":0,"value":true}]}',
+    '{"seq":1,"points":[],"trace":{"iteration":2147483648,"requests":[]}}',
+    '{"seq":1,"points":[],"trace":{"iteration":0,"requests":[{"group":0,"index":0,"start_s":2,'
+    '"finish_s":1,"output_tokens":1}]}}',
+    '{"seq":1,"points":[],"trace":{"iteration":0,"requests":[{"group":0,"index":0,"start_s":0,'
+    '"finish_s":NaN,"output_tokens":1}]}}',
+])
+def test_hostile_bodies_get_400_and_store_nothing(client, run_token, raw):
+    run, token = run_token
+    resp = _post(client, run.pk, raw, token)
+    assert resp.status_code == 400 and resp.json()["error"]
+    assert MetricBatch.objects.count() == 0 and MetricPoint.objects.count() == 0

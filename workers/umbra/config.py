@@ -16,6 +16,8 @@ from umbra.models.registry import context_length
 RolloutPolicy = Literal["static-group", "request-lb", "seer"]
 # Tokens reserved for the prompt; the job drops problems whose prompt is longer.
 PROMPT_BUDGET = 512
+# Requests per iteration: bounds the per-iteration trace the platform accepts.
+MAX_REQUESTS = 16384
 
 
 class RunConfig(BaseModel):
@@ -27,8 +29,8 @@ class RunConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    model: str = Field("smollm2", description="'tiny', 'smollm2' or a path to a Hugging Face model folder")
-    dataset: str = Field("arith", description="'arith' (generated) or a path to a GSM8K-style JSONL file")
+    model: str = Field("smollm2", max_length=1000, description="'tiny', 'smollm2' or a path to a Hugging Face model folder")
+    dataset: str = Field("arith", max_length=1000, description="'arith' (generated) or a path to a GSM8K-style JSONL file")
     prompts_per_iteration: int = Field(16, ge=1, le=4096, description="prompts (groups) per iteration")
     group_size: int = Field(8, ge=2, le=64, description="GRPO group size G: responses per prompt")
     max_tokens: int = Field(256, ge=1, le=131072, description="max generated tokens per response")
@@ -61,6 +63,14 @@ class RunConfig(BaseModel):
     @classmethod
     def _dataset_known(cls, v: str) -> str:
         check_dataset(v)
+        return v
+
+    @field_validator("group_size")
+    @classmethod
+    def _requests_bounded(cls, v: int, info: ValidationInfo) -> int:
+        prompts = info.data.get("prompts_per_iteration")
+        if prompts is not None and prompts * v > MAX_REQUESTS:
+            raise ValueError(f"prompts_per_iteration x group_size = {prompts * v} requests; at most {MAX_REQUESTS}")
         return v
 
     @field_validator("max_tokens")

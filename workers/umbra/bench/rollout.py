@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 
@@ -37,8 +38,16 @@ def run(args: argparse.Namespace) -> int:
     """Run the benchmark; returns the exit code (2 on bad input)."""
     try:
         variants = [variant(n.strip(), args.chunk_tokens) for n in args.policies.split(",") if n.strip()]
-        if args.prompts < 1 or args.group_size < 1 or args.max_tokens < 1 or args.instances < 1:
-            raise ValueError("--prompts, --group-size, --max-tokens and --instances must be >= 1")
+        if not variants:
+            raise ValueError("--policies names no policy")
+        for flag in ("prompts", "group_size", "max_tokens", "instances", "chunk_tokens", "kv_cache_gib",
+                     "max_num_seqs"):
+            if getattr(args, flag) < 1:
+                raise ValueError(f"--{flag.replace('_', '-')} must be >= 1")
+        if not 0.0 <= args.temperature <= 2.0:
+            raise ValueError("--temperature must be within [0, 2]")
+        if args.json_path and not os.path.isdir(os.path.dirname(os.path.abspath(args.json_path))):
+            raise ValueError(f"--json: folder of {args.json_path} does not exist")
     except ValueError as exc:
         print(f"umbra bench rollout: {exc}", file=sys.stderr)
         return 2
@@ -60,6 +69,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         path = str(prepare(args.model) if args.model in NAMED_MODELS else resolve_model(args.model))
         ctx = context_length(args.model)
+        if args.max_tokens > ctx - PROMPT_BUDGET:
+            raise ValueError(f"--max-tokens {args.max_tokens} exceeds what model '{args.model}' allows "
+                             f"({ctx - PROMPT_BUDGET})")
         problems = load_problems(args.data, args.seed)
     except (ValueError, FileNotFoundError) as exc:
         print(f"umbra bench rollout: {exc}", file=sys.stderr)
@@ -70,7 +82,8 @@ def run(args: argparse.Namespace) -> int:
     cap = concurrency_cap(path, args.kv_cache_gib, max_len, args.max_num_seqs)
     capacities = [cap] * args.instances
 
-    ray.init(address="local", ignore_reinit_error=True, log_to_driver=False)  # never a stale cluster
+    # A fresh local cluster (never a stale one), without a dashboard port to collide on.
+    ray.init(address="local", include_dashboard=False, ignore_reinit_error=True, log_to_driver=False)
     sets = {}
     need_spec = any(v.spec for v in variants)
     print(f"model {args.model}: {len(prompts)} prompts x G={args.group_size}, max_tokens {args.max_tokens}, "

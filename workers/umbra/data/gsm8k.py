@@ -25,6 +25,8 @@ def parse_line(line: str, lineno: int) -> Problem:
         obj = json.loads(line)
     except json.JSONDecodeError as exc:
         raise DatasetError(f"line {lineno}: not JSON ({exc.msg})") from None
+    except (ValueError, RecursionError):  # absurd nesting or number sizes
+        raise DatasetError(f"line {lineno}: JSON too deeply nested or too large") from None
     if not isinstance(obj, dict) or not isinstance(obj.get("question"), str) or not isinstance(obj.get("answer"), str):
         raise DatasetError(f"line {lineno}: needs string fields 'question' and 'answer'")
     if "####" not in obj["answer"]:

@@ -20,13 +20,19 @@ def check_dataset(name: str) -> None:
     if name in NAMED_DATASETS:
         return
     p = Path(name)
-    if not name or not p.is_file():
-        raise ValueError(f"unknown dataset '{name}': use 'arith' or the path of a GSM8K-style JSONL file")
+    try:
+        found = bool(name) and p.is_file()
+    except (OSError, ValueError):  # e.g. a name longer than the file system allows
+        found = False
+    if not found:
+        raise ValueError(f"unknown dataset '{name[:200]}': use 'arith' or the path of a GSM8K-style JSONL file")
     try:
         with p.open(encoding="utf-8") as fh:
             gsm8k.parse_lines(islice(fh, 50))
     except UnicodeDecodeError:
         raise ValueError(f"dataset '{name}' is not UTF-8 text") from None
+    except OSError:
+        raise ValueError(f"dataset '{name}' cannot be read") from None
 
 
 def load_problems(name: str, seed: int = 0) -> list[Problem]:

@@ -35,10 +35,17 @@ def context_length(name: str) -> int:
     if name in NAMED_MODELS:
         return NAMED_MODELS[name]
     cfg = Path(name) / "config.json"
-    if not name or not cfg.is_file():
-        raise ValueError(f"unknown model '{name}': use {', '.join(NAMED_MODELS)} or a folder with config.json")
+    try:
+        found = bool(name) and cfg.is_file()
+    except (OSError, ValueError):  # e.g. a name longer than the file system allows
+        found = False
+    if not found:
+        raise ValueError(f"unknown model '{name[:200]}': use {', '.join(NAMED_MODELS)} or a folder with config.json")
     try:
         data = json.loads(cfg.read_text())
-        return int(data.get("max_position_embeddings") or data["max_seq_len"])
-    except (ValueError, KeyError, TypeError) as exc:
-        raise ValueError(f"model '{name}': config.json has no usable context length ({exc})") from exc
+        ctx = int(data.get("max_position_embeddings") or data["max_seq_len"])
+    except Exception as exc:  # any malformed config.json is the user's input, not our crash
+        raise ValueError(f"model '{name}': config.json has no usable context length ({type(exc).__name__})") from None
+    if not 0 < ctx <= 10_000_000:
+        raise ValueError(f"model '{name}': context length {ctx} is out of range")
+    return ctx

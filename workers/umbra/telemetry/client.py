@@ -7,6 +7,7 @@ again, in order, before the next one.
 from __future__ import annotations
 
 import logging
+import math
 import time
 
 import requests
@@ -35,7 +36,10 @@ class TelemetryClient:
         Raises RuntimeError when the platform refuses a batch (4xx): retrying cannot help.
         """
         self.seq += 1
-        batch = {"seq": self.seq, "points": [{"name": k, "step": step, "value": float(v)} for k, v in metrics.items()]}
+        finite = {k: float(v) for k, v in metrics.items() if math.isfinite(float(v))}
+        for k in metrics.keys() - finite.keys():
+            log.warning("metric %s at step %s is not finite; not sent", k, step)
+        batch = {"seq": self.seq, "points": [{"name": k, "step": step, "value": v} for k, v in finite.items()]}
         if trace is not None:
             batch["trace"] = {"iteration": step, "requests": trace}
         self.pending.append(batch)
@@ -62,6 +66,12 @@ class TelemetryClient:
             else:
                 if resp.status_code < 300:
                     return True
+                if resp.status_code == 400 and "trace" in batch:
+                    # The metrics matter more than the per-request trace: keep them.
+                    log.warning("platform refused the trace of batch %s (%s); resending without it",
+                                batch["seq"], resp.text[:200])
+                    batch.pop("trace")
+                    continue
                 if 400 <= resp.status_code < 500:
                     raise RuntimeError(f"platform refused metrics batch {batch['seq']}: "
                                        f"{resp.status_code} {resp.text[:300]}")
