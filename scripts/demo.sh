@@ -45,7 +45,9 @@ celery -A umbra_site worker -Q umbra -c 2 --loglevel=INFO >$LOGS/worker.log 2>&1
 for i in $(seq 1 30); do curl -s -o /dev/null "http://127.0.0.1:$PORT/accounts/login/" && break; sleep 1; done
 
 echo "==> demo run on '$DATA' (first iteration: starting vLLM instances and the trainer)"
-# In the background + wait, so that Ctrl-C/TERM reach the cleanup trap at once.
-python manage.py umbra_demo --data "$DATA" --model "$MODEL" --base-url "http://127.0.0.1:$PORT" --wait & wait $!
-echo "Running. Open the dashboard URL above; Ctrl-C stops everything."
+# In the background + wait, so that Ctrl-C/TERM reach the cleanup trap at once (a
+# background child of a script ignores SIGINT, so cleanup TERMs it with the rest).
+python manage.py umbra_demo --data "$DATA" --model "$MODEL" --base-url "http://127.0.0.1:$PORT" --follow &
+follower=$!; pids+=($follower)
+wait $follower || echo "The run did not succeed; the dashboard stays up to show why. Ctrl-C stops everything."
 wait "$web"

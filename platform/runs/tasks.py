@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+import re
 
 from celery import shared_task
 from django.conf import settings
@@ -57,12 +58,25 @@ def follow_run(run_id: int) -> None:
         Run.objects.filter(pk=run_id).update(log_tail=tail)
     target = _RAY_TO_RUN.get(status)
     if target == Run.State.FAILED:
-        last = "\n".join(tail.strip().splitlines()[-5:])
-        transition(run_id, target, f"{info.message or 'Ray job failed'}\n{last}".strip())
+        transition(run_id, target, failure_reason(info.message or "", tail))
     elif target and target != run.state:
         transition(run_id, target, info.message or f"Ray job {status.lower()}")
     if status not in ("SUCCEEDED", "FAILED", "STOPPED"):
         follow_run.apply_async((run_id,), countdown=settings.UMBRA_FOLLOW_INTERVAL_S)
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_ERROR = re.compile(r"(Error|Exception|Killed|OOM)\b")
+
+
+def failure_reason(message: str, log_tail: str) -> str:
+    """A short, readable reason: the headline of Ray's message, then the log's last
+    error lines (Ray's message repeats the whole log; ANSI colours are dropped)."""
+    headline = _ANSI.sub("", message).strip().splitlines()[0] if message.strip() else "Ray job failed"
+    lines = [ln.strip() for ln in _ANSI.sub("", log_tail).splitlines() if ln.strip()]
+    errors = [ln for ln in lines if _ERROR.search(ln)]
+    detail = list(dict.fromkeys(errors[-3:] or lines[-5:]))  # de-duplicated, in order
+    return "\n".join([headline.split(", last available logs")[0], *detail])[:4000]
 
 
 @shared_task

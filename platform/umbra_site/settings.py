@@ -66,8 +66,10 @@ DATABASES = {"default": dj_database_url.parse(
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
+# socket_timeout above channels_redis's 5 s blocking read, or idle sockets time out and drop.
 CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer",
-                              "CONFIG": {"hosts": [REDIS_URL], "prefix": os.environ.get("UMBRA_CHANNEL_PREFIX", "umbra")}}}
+                              "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": 30}],
+                                         "prefix": os.environ.get("UMBRA_CHANNEL_PREFIX", "umbra")}}}
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", REDIS_URL)
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_ACKS_LATE = True

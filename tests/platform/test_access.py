@@ -90,3 +90,12 @@ def test_cancel_with_an_unreachable_cluster_is_recorded(team_user, settings):
     cancel_run(run.pk)  # the task body, run here against the real (unreachable) address
     run.refresh_from_db()
     assert run.state == Run.State.CANCELLED and "did not answer" in run.events.last().reason
+
+
+def test_failure_reason_is_short_and_readable():
+    from runs.tasks import failure_reason
+
+    log = "\x1b[36m(GRPOTrainer pid=1)\x1b[0m noise\nray.exceptions.OutOfMemoryError: Task was killed\nmore noise\n"
+    reason = failure_reason("Job entrypoint command failed with exit code 1, last available logs (...): " + log, log)
+    assert reason.splitlines()[0] == "Job entrypoint command failed with exit code 1"
+    assert "OutOfMemoryError" in reason and "\x1b" not in reason

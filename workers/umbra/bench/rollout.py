@@ -116,18 +116,23 @@ def run(args: argparse.Namespace) -> int:
             "migrations": m["rollout/migrations"], "decode_tok_s": m["rollout/decode_tok_s"],
         }
         print(f"  {v.name}: {m['rollout/time_s']:.1f}s, {m['rollout/throughput_tok_s']:.0f} tok/s", flush=True)
+        add_ratios(results)
+        if args.json_path:  # after every policy, so a long benchmark keeps what it measured
+            with open(args.json_path, "w") as fh:
+                json.dump({"config": vars(args), "concurrency_cap": cap, "results": results}, fh, indent=2)
+    print_table(results)
+    for insts, _ in sets.values():
+        ray.get([i.shutdown.remote() for i in insts])
+    return 0
+
+
+def add_ratios(results: dict) -> None:
+    """Add ``throughput_vs_static`` and ``tail_vs_static`` (ratios to static-group) in place."""
     base = results.get("static-group")
     for r in results.values():
         if base:
             r["throughput_vs_static"] = r["throughput_tok_s"] / base["throughput_tok_s"]
             r["tail_vs_static"] = r["tail_time_s"] / base["tail_time_s"] if base["tail_time_s"] else None
-    print_table(results)
-    if args.json_path:
-        with open(args.json_path, "w") as fh:
-            json.dump({"config": vars(args), "concurrency_cap": cap, "results": results}, fh, indent=2)
-    for insts, _ in sets.values():
-        ray.get([i.shutdown.remote() for i in insts])
-    return 0
 
 
 def print_table(results: dict) -> None:

@@ -30,12 +30,20 @@ class OffPolicyError(RuntimeError):
 
 
 def sync_weights(trainer, instances, version: int) -> float:
-    """Push the trainer's weights to every instance; returns seconds taken."""
+    """Push the trainer's weights to every instance; returns seconds taken.
+
+    Instances on the trainer's node read a shared-memory file (no extra copies of the
+    weights in memory); the others get safetensors bytes through the object store.
+    """
     import ray
 
     t0 = time.time()
-    blob = trainer.weights_blob.remote()  # one object in the store, read by every instance
-    ray.get([inst.load_weights.remote(blob, version) for inst in instances])
+    path = ray.get(trainer.save_weights.remote())
+    loaded = ray.get([inst.load_weights.remote(path, version) for inst in instances])
+    remote = [inst for inst, ok in zip(instances, loaded) if ok is None]
+    if remote:
+        blob = trainer.weights_blob.remote()  # one object in the store, read by every remote instance
+        ray.get([inst.load_weights.remote(blob, version) for inst in remote])
     return time.time() - t0
 
 

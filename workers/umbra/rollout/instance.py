@@ -81,12 +81,19 @@ class RolloutInstance:
         if self.draft_server is not None:
             await self.engine.collective_rpc("umbra_reset_drafts")
 
-    async def load_weights(self, blob: bytes, version: int) -> list[str]:
-        """Load new weights (safetensors bytes) into every worker; returns their sha256s.
+    async def load_weights(self, source: bytes | str, version: int) -> list[str] | None:
+        """Load new weights into every worker: safetensors bytes, or the path of a safetensors
+        file on this node. Returns per worker the sha256 (bytes) or the path, or None when
+        the path does not exist here (the caller then sends bytes).
 
         Must not be called while requests run (synchronous RL: rollout, then sync).
         """
-        digests = await self.engine.collective_rpc("umbra_load_weights", args=(blob,))
+        if isinstance(source, str):
+            if not os.path.exists(source):
+                return None
+            digests = await self.engine.collective_rpc("umbra_load_weights_file", args=(source,))
+        else:
+            digests = await self.engine.collective_rpc("umbra_load_weights", args=(source,))
         await self.engine.reset_prefix_cache()  # cached KV belongs to the old weights
         self.policy_version = version
         return digests

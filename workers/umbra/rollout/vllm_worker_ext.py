@@ -19,6 +19,14 @@ class WeightSyncExtension:
         self.reload_weights(weights_iterator=iter(tensors.items()))
         return hashlib.sha256(blob).hexdigest()
 
+    def umbra_load_weights_file(self, path: str) -> str:
+        """Load weights from a safetensors file on this node, tensor by tensor (memory-mapped)."""
+        from safetensors import safe_open
+
+        with safe_open(path, framework="pt") as f:
+            self.reload_weights(weights_iterator=((k, f.get_tensor(k)) for k in f.keys()))
+        return path
+
     def umbra_update_drafts(self, group: int, prompt: list[int], updates: list) -> None:
         """Feed the grouped-speculation proposer's replica (no-op without speculation)."""
         drafter = getattr(self.model_runner, "drafter", None)

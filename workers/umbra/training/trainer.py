@@ -4,6 +4,7 @@ from __future__ import annotations
 import copy
 import os
 import time
+from pathlib import Path
 
 import torch
 
@@ -101,6 +102,26 @@ class GRPOTrainer:
         from safetensors.torch import save
 
         return save({k: v.detach().contiguous().clone() for k, v in self.model.state_dict().items()})
+
+    def save_weights(self) -> str:
+        """Write the policy's weights as a safetensors file in shared memory (``/dev/shm`` when
+        present) and return its path; rollout instances on this node load it without any
+        copy of the bytes passing through Ray or vLLM's RPC. The previous version's file is removed."""
+        import tempfile
+
+        from safetensors.torch import save_file
+
+        folder = Path("/dev/shm") if Path("/dev/shm").is_dir() else Path(tempfile.gettempdir())
+        folder = folder / f"umbra-weights-{os.getpid()}"
+        folder.mkdir(exist_ok=True)
+        path = folder / f"v{self.policy_version}.safetensors"
+        tmp = path.with_suffix(".tmp")
+        save_file({k: v.detach().contiguous().clone() for k, v in self.model.state_dict().items()}, str(tmp))
+        tmp.rename(path)  # readers never see a partial file
+        for old in folder.glob("v*.safetensors"):
+            if old != path:
+                old.unlink(missing_ok=True)
+        return str(path)
 
     @torch.no_grad()
     def prompt_logprobs(self, token_ids: list[int]) -> list[float]:

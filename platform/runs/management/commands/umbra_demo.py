@@ -1,7 +1,7 @@
 """``manage.py umbra_demo``: the demo team and user, then one demo run.
 
-Prints the login and the dashboard URL; with ``--wait`` shows progress until the
-run's first metric point is stored.
+Prints the login and the dashboard URL; with ``--follow`` shows progress (state
+changes, then one line per iteration) until the run ends.
 """
 import sys
 import time
@@ -30,7 +30,8 @@ class Command(BaseCommand):
         parser.add_argument("--prompts", type=int, default=8)
         parser.add_argument("--group-size", type=int, default=8)
         parser.add_argument("--max-tokens", type=int, default=256)
-        parser.add_argument("--wait", action="store_true", help="wait for the first metric point")
+        parser.add_argument("--follow", action="store_true",
+                            help="show progress until the run ends (exit 1 unless it succeeds)")
         parser.add_argument("--base-url", default="http://127.0.0.1:8000")
 
     def handle(self, *args, **opts):
@@ -49,23 +50,31 @@ class Command(BaseCommand):
         run = create_run(user, team, "demo", config)
         url = f"{opts['base_url']}/runs/{run.pk}/"
         self.stdout.write(f"Login: {DEMO_USER} / {DEMO_PASSWORD}\nDashboard: {url}")
-        if opts["wait"]:
-            self._wait(run.pk)
+        if opts["follow"]:
+            self._follow(run.pk)
 
-    def _wait(self, run_id: int) -> None:
-        start, last = time.time(), None
+    def _follow(self, run_id: int) -> None:
+        """Print state changes, then one line per iteration, until the run ends."""
+        start, last, seen = time.time(), None, -1
         while True:
             run = Run.objects.get(pk=run_id)
-            if MetricPoint.objects.filter(run_id=run_id).exists():
-                self.stdout.write(f"\nfirst metric point after {time.time() - start:.0f}s; the dashboard is live")
-                return
+            points = dict(MetricPoint.objects.filter(run_id=run_id, step__gt=seen,
+                                                     name="rollout/throughput_tok_s").values_list("step", "value"))
+            for step in sorted(points):
+                note = " (first point: the dashboard is live)" if seen < 0 else ""
+                self.stdout.write(f"\n[{time.time() - start:5.0f}s] iteration {step}: "
+                                  f"{points[step]:.0f} tok/s rollout throughput{note}", ending="")
+                seen = step
             if run.is_terminal:
-                event = run.events.last()
-                raise CommandError(f"run ended {run.state}: {event.reason if event else ''}")
+                self.stdout.write(f"\n[{time.time() - start:5.0f}s] run {run.state}")
+                if run.state != Run.State.SUCCEEDED:
+                    event = run.events.last()
+                    raise CommandError(f"run ended {run.state}: {event.reason if event else ''}")
+                return
             if run.state != last:
                 self.stdout.write(f"\n[{time.time() - start:5.0f}s] run {run.state}", ending="")
                 last = run.state
-            else:
+            elif not points:
                 self.stdout.write(".", ending="")
             sys.stdout.flush()
             time.sleep(settings.UMBRA_FOLLOW_INTERVAL_S)
