@@ -5,7 +5,6 @@ form field errors, the job refuses to start on them.
 """
 from __future__ import annotations
 
-import json
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
@@ -92,7 +91,3 @@ class RunConfig(BaseModel):
             return {"chunk_tokens": self.chunk_tokens, "divided": self.seer_divided,
                     "context_aware": self.seer_context_aware}
         return {}
-
-    def to_json(self) -> str:
-        """Canonical JSON (sorted keys) of the config."""
-        return json.dumps(self.model_dump(), sort_keys=True)

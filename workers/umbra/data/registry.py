@@ -6,6 +6,7 @@ from pathlib import Path
 
 from umbra.data import arith, gsm8k
 from umbra.data.problem import Problem
+from umbra.paths import is_file
 
 NAMED_DATASETS = ("arith",)
 
@@ -20,11 +21,7 @@ def check_dataset(name: str) -> None:
     if name in NAMED_DATASETS:
         return
     p = Path(name)
-    try:
-        found = bool(name) and p.is_file()
-    except (OSError, ValueError):  # e.g. a name longer than the file system allows
-        found = False
-    if not found:
+    if not is_file(name):
         raise ValueError(f"unknown dataset '{name[:200]}': use 'arith' or the path of a GSM8K-style JSONL file")
     try:
         with p.open(encoding="utf-8") as fh:

@@ -9,6 +9,8 @@ import json
 import os
 from pathlib import Path
 
+from umbra.paths import is_file
+
 # Context lengths of the named models, known without preparing them.
 NAMED_MODELS: dict[str, int] = {"tiny": 1024, "smollm2": 8192}
 
@@ -35,11 +37,7 @@ def context_length(name: str) -> int:
     if name in NAMED_MODELS:
         return NAMED_MODELS[name]
     cfg = Path(name) / "config.json"
-    try:
-        found = bool(name) and cfg.is_file()
-    except (OSError, ValueError):  # e.g. a name longer than the file system allows
-        found = False
-    if not found:
+    if not name or not is_file(str(cfg)):
         raise ValueError(f"unknown model '{name[:200]}': use {', '.join(NAMED_MODELS)} or a folder with config.json")
     try:
         data = json.loads(cfg.read_text())
