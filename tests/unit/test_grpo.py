@@ -34,3 +34,14 @@ def test_pack_masks_only_response_tokens():
     assert batch.input_ids.tolist() == [[5, 6, 7, 8, 9], [5, 8, 9, 10, 0]]
     # response_mask[t] marks that token t+1 is a response token
     assert batch.response_mask.tolist() == [[0, 0, 1, 1], [1, 1, 1, 0]]
+
+
+def test_stale_weight_folders_of_dead_trainers_are_removed(tmp_path, monkeypatch):
+    from umbra.training import trainer
+
+    monkeypatch.setattr(trainer, "_weights_root", lambda: tmp_path)
+    dead, alive = tmp_path / "umbra-weights-999999999", tmp_path / f"umbra-weights-{__import__('os').getpid()}"
+    dead.mkdir()
+    alive.mkdir()
+    trainer._remove_stale_weight_files()
+    assert not dead.exists() and alive.exists()

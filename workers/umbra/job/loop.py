@@ -80,40 +80,46 @@ def run(config: RunConfig, telemetry) -> None:
     version = 0
     log.info("instances and trainer ready")
 
-    for it in range(config.iterations):
-        t_iter = time.time()
-        batch = [pool[rng.randrange(len(pool))] for _ in range(config.prompts_per_iteration)]
-        groups = make_groups([ids for _, ids in batch], config.group_size, config.max_tokens,
-                             config.seed * 7919 + it, config.temperature)
-        counters_before = ray.get([inst.engine_counters.remote() for inst in instances])
-        requests, start, end = run_rollout(policy, instances, groups, capacities, draft_server)
-        engine = engine_metrics(counters_before, ray.get([inst.engine_counters.remote() for inst in instances]))
-        stale = {r.policy_version for r in requests} - {version}
-        if stale:
-            raise OffPolicyError(f"iteration {it}: rollout used policy versions {stale}, trainer is at {version}")
+    try:
+        for it in range(config.iterations):
+            t_iter = time.time()
+            batch = [pool[rng.randrange(len(pool))] for _ in range(config.prompts_per_iteration)]
+            groups = make_groups([ids for _, ids in batch], config.group_size, config.max_tokens,
+                                 config.seed * 7919 + it, config.temperature)
+            counters_before = ray.get([inst.engine_counters.remote() for inst in instances])
+            requests, start, end = run_rollout(policy, instances, groups, capacities, draft_server)
+            engine = engine_metrics(counters_before, ray.get([inst.engine_counters.remote() for inst in instances]))
+            stale = {r.policy_version for r in requests} - {version}
+            if stale:
+                raise OffPolicyError(f"iteration {it}: rollout used policy versions {stale}, trainer is at {version}")
 
-        texts = tokenizer.batch_decode([r.output_token_ids for r in requests], skip_special_tokens=True)
-        rewards = [math_reward(t, batch[r.group_id][0].answer) for t, r in zip(texts, requests)]
-        adv = group_advantages(torch.tensor(rewards).view(len(groups), config.group_size)).view(-1)
-        train = ray.get(trainer.train_step.remote([r.prompt_token_ids for r in requests],
-                                                  [r.output_token_ids for r in requests], adv.tolist()))
-        version = int(train.pop("policy_version"))
-        sync_s = sync_weights(trainer, instances, version)
+            texts = tokenizer.batch_decode([r.output_token_ids for r in requests], skip_special_tokens=True)
+            rewards = [math_reward(t, batch[r.group_id][0].answer) for t, r in zip(texts, requests)]
+            adv = group_advantages(torch.tensor(rewards).view(len(groups), config.group_size)).view(-1)
+            train = ray.get(trainer.train_step.remote([r.prompt_token_ids for r in requests],
+                                                      [r.output_token_ids for r in requests], adv.tolist()))
+            version = int(train.pop("policy_version"))
+            sync_s = sync_weights(trainer, instances, version)
 
-        metrics = rollout_metrics(requests, start, end, config.rollout_instances)
-        metrics.update(policy_counters(policy))
-        metrics.update(engine)
-        metrics.update(train)
-        metrics.update({
-            "reward/mean": sum(rewards) / len(rewards),
-            "reward/accuracy": sum(r > 0.5 for r in rewards) / len(rewards),
-            "sync/weight_time_s": sync_s,
-            "rollout/policy_version": float(version - 1),
-            "iteration/time_s": time.time() - t_iter,
-        })
-        telemetry.send(it, metrics, trace=request_records(requests, start))
-        log.info("iteration %d: rollout %.2fs (%.0f tok/s, tail %.2fs), train %.2fs, sync %.2fs, reward %.3f",
-                 it, metrics["rollout/time_s"], metrics["rollout/throughput_tok_s"], metrics["rollout/tail_time_s"],
-                 metrics["train/time_s"], sync_s, metrics["reward/mean"])
-    for inst in instances:
-        ray.get(inst.shutdown.remote())
+            metrics = rollout_metrics(requests, start, end, config.rollout_instances)
+            metrics.update(policy_counters(policy))
+            metrics.update(engine)
+            metrics.update(train)
+            metrics.update({
+                "reward/mean": sum(rewards) / len(rewards),
+                "reward/accuracy": sum(r > 0.5 for r in rewards) / len(rewards),
+                "sync/weight_time_s": sync_s,
+                "rollout/policy_version": float(version - 1),
+                "iteration/time_s": time.time() - t_iter,
+            })
+            telemetry.send(it, metrics, trace=request_records(requests, start))
+            log.info("iteration %d: rollout %.2fs (%.0f tok/s, tail %.2fs), train %.2fs, sync %.2fs, reward %.3f",
+                     it, metrics["rollout/time_s"], metrics["rollout/throughput_tok_s"], metrics["rollout/tail_time_s"],
+                     metrics["train/time_s"], sync_s, metrics["reward/mean"])
+    finally:  # best effort: a dead actor must not hide the error that killed the run
+        cleanup = [trainer.release_weights.remote()] + [inst.shutdown.remote() for inst in instances]
+        for ref in cleanup:
+            try:
+                ray.get(ref, timeout=60)
+            except Exception as exc:  # noqa: BLE001
+                log.warning("cleanup step failed: %s", exc)

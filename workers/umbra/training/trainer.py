@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import copy
 import os
+import shutil
+import tempfile
 import time
 from pathlib import Path
 
@@ -28,6 +30,7 @@ class GRPOTrainer:
         # Ray pins OMP threads to the actor's num_cpus; the trainer runs while the
         # rollout instances idle (synchronous RL), so it may use every core.
         torch.set_num_threads(os.cpu_count() or 1)
+        _remove_stale_weight_files()
         self.model = AutoModelForCausalLM.from_pretrained(model_path, torch_dtype=torch.float32)
         self.model.train()
         tok = AutoTokenizer.from_pretrained(model_path)
@@ -62,12 +65,13 @@ class GRPOTrainer:
         n = len(prompts)
         order = list(range(n))
         micro = [order[i:i + self.MICRO_BATCH] for i in range(0, n, self.MICRO_BATCH)]
+        packed = {tuple(m): self._micro(m, prompts, responses) for m in micro}  # once, reused below
         with torch.no_grad():  # rollout-time (old) and reference log-probs, fixed for this step
             # With one optimizer step the policy is still the rollout policy when each
             # micro-batch runs, so old = detached current log-probs: no extra forward.
-            old = ({tuple(m): token_logprobs(self.model, self._micro(m, prompts, responses), False)[0] for m in micro}
+            old = ({tuple(m): token_logprobs(self.model, packed[tuple(m)], False)[0] for m in micro}
                    if self.minibatches > 1 else None)
-            ref = ({tuple(m): token_logprobs(self.ref, self._micro(m, prompts, responses), False)[0] for m in micro}
+            ref = ({tuple(m): token_logprobs(self.ref, packed[tuple(m)], False)[0] for m in micro}
                    if self.ref is not None else None)
         adv = torch.tensor(advantages, dtype=torch.float32)
         per_mini = max(1, -(-len(micro) // self.minibatches))
@@ -75,7 +79,7 @@ class GRPOTrainer:
         grad_norm = 0.0
         for s in range(0, len(micro), per_mini):
             group = micro[s:s + per_mini]
-            batches = [self._micro(m, prompts, responses) for m in group]
+            batches = [packed[tuple(m)] for m in group]
             tokens = sum(float(b.response_mask.sum()) for b in batches)
             self.opt.zero_grad(set_to_none=True)
             for m, b in zip(group, batches):
@@ -101,27 +105,33 @@ class GRPOTrainer:
         """The policy's weights as safetensors bytes (tied tensors cloned apart)."""
         from safetensors.torch import save
 
-        return save({k: v.detach().contiguous().clone() for k, v in self.model.state_dict().items()})
+        return save(self._sync_state())
+
+    def _sync_state(self) -> dict:
+        """The state dict as sent to the engines: tied tensors cloned apart (safetensors
+        refuses shared storage; vLLM needs ``lm_head.weight`` too, or keeps a stale head)."""
+        return {k: v.detach().contiguous().clone() for k, v in self.model.state_dict().items()}
 
     def save_weights(self) -> str:
         """Write the policy's weights as a safetensors file in shared memory (``/dev/shm`` when
         present) and return its path; rollout instances on this node load it without any
         copy of the bytes passing through Ray or vLLM's RPC. The previous version's file is removed."""
-        import tempfile
-
         from safetensors.torch import save_file
 
-        folder = Path("/dev/shm") if Path("/dev/shm").is_dir() else Path(tempfile.gettempdir())
-        folder = folder / f"umbra-weights-{os.getpid()}"
+        folder = _weights_root() / f"umbra-weights-{os.getpid()}"
         folder.mkdir(exist_ok=True)
         path = folder / f"v{self.policy_version}.safetensors"
         tmp = path.with_suffix(".tmp")
-        save_file({k: v.detach().contiguous().clone() for k, v in self.model.state_dict().items()}, str(tmp))
+        save_file(self._sync_state(), str(tmp))
         tmp.rename(path)  # readers never see a partial file
         for old in folder.glob("v*.safetensors"):
             if old != path:
                 old.unlink(missing_ok=True)
         return str(path)
+
+    def release_weights(self) -> None:
+        """Remove this trainer's shared-memory weight files (tmpfs holds them in RAM)."""
+        shutil.rmtree(_weights_root() / f"umbra-weights-{os.getpid()}", ignore_errors=True)
 
     @torch.no_grad()
     def prompt_logprobs(self, token_ids: list[int]) -> list[float]:
@@ -130,6 +140,18 @@ class GRPOTrainer:
         logits = self.model(input_ids=ids).logits[0, :-1].float()
         logp = torch.log_softmax(logits, -1)
         return [float(logp[t, ids[0, t + 1]]) for t in range(len(token_ids) - 1)]
+
+
+def _weights_root() -> Path:
+    return Path("/dev/shm") if Path("/dev/shm").is_dir() else Path(tempfile.gettempdir())
+
+
+def _remove_stale_weight_files() -> None:
+    """Drop weight folders of trainers that died without releasing them (killed jobs)."""
+    for folder in _weights_root().glob("umbra-weights-*"):
+        pid = folder.name.rsplit("-", 1)[-1]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def start_trainer(model_path: str, learning_rate: float, kl_coef: float, clip_eps: float,
