@@ -6,7 +6,7 @@ MODEL ?= smollm2
 PYTEST_ARGS ?=
 export VLLM_CPU_KVCACHE_SPACE ?= 1
 
-.PHONY: setup demo test browser
+.PHONY: setup demo test browser openapi bench-compare
 setup:
 	@bash scripts/setup.sh
 
@@ -20,3 +20,12 @@ browser:
 test: setup browser
 	@bash scripts/services.sh
 	@bash scripts/test.sh $(PYTEST_ARGS)
+
+openapi: setup
+	@PYTHONPATH=platform:workers .venv/bin/python manage.py spectacular --file docs/openapi.yaml --validate
+	@echo "docs/openapi.yaml written"
+
+bench-compare: setup browser
+	@bash scripts/services.sh
+	@export PYTHONPATH=platform:workers DATABASE_URL=$${BENCH_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}; \
+	  .venv/bin/python manage.py migrate -v0 && .venv/bin/python manage.py bench_compare --browser --json var/bench-compare.json

@@ -1,23 +1,42 @@
 import { fileURLToPath } from "node:url";
-import { defineConfig } from "vite";
+import { defineConfig, type EnvironmentOptions } from "vite";
 
-// Builds src/dashboard.ts into fixed-name files that Django serves as static
-// assets: platform/static/build/dashboard.js (an ES module script, include it
-// with <script type="module">) and platform/static/build/dashboard.css.
+// Builds each page's entry into fixed-name files that Django serves as static
+// assets (ES module scripts: include them with <script type="module">):
+//   src/dashboard.ts -> platform/static/build/dashboard.js + dashboard.css (run dashboard)
+//   src/compare.ts   -> platform/static/build/compare.js + compare.css (run comparison)
+// Each entry is built on its own, so every page's JS and CSS are self-contained
+// (no shared chunk to load, and uPlot's CSS lands in both CSS files).
+const OUT_DIR = "../platform/static/build";
+
+function page(name: string, emptyOutDir: boolean): EnvironmentOptions {
+  return {
+    consumer: "client",
+    build: {
+      outDir: OUT_DIR,
+      emptyOutDir,
+      sourcemap: false,
+      rolldownOptions: {
+        input: `src/${name}.ts`,
+        output: {
+          entryFileNames: `${name}.js`,
+          chunkFileNames: `${name}-[name].js`,
+          assetFileNames: `${name}[extname]`,
+        },
+      },
+    },
+  };
+}
+
 export default defineConfig({
   root: fileURLToPath(new URL(".", import.meta.url)),
   publicDir: false,
-  build: {
-    outDir: "../platform/static/build",
-    emptyOutDir: true,
-    sourcemap: false,
-    rolldownOptions: {
-      input: "src/dashboard.ts",
-      output: {
-        entryFileNames: "dashboard.js",
-        chunkFileNames: "dashboard-[name].js",
-        assetFileNames: "dashboard[extname]",
-      },
+  // "client" is vite's default environment: the dashboard, built first (it empties the folder).
+  environments: { client: page("dashboard", true), compare: page("compare", false) },
+  builder: {
+    async buildApp(builder) {
+      await builder.build(builder.environments.client);
+      await builder.build(builder.environments.compare);
     },
   },
 });

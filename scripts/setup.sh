@@ -21,8 +21,9 @@ if [ "$(cat var/.setup-python 2>/dev/null)" != "$(stamp_of)" ]; then
   stamp_of > var/.setup-python
 fi
 
-if [ ! -f platform/static/build/dashboard.js ] || [ frontend/package-lock.json -nt platform/static/build/dashboard.js ] \
-   || [ -n "$(find frontend/src -newer platform/static/build/dashboard.js 2>/dev/null)" ]; then
+if [ ! -f platform/static/build/dashboard.js ] || [ ! -f platform/static/build/compare.js ] \
+   || [ frontend/package-lock.json -nt platform/static/build/dashboard.js ] \
+   || [ -n "$(find frontend/src frontend/vite.config.ts -newer platform/static/build/dashboard.js 2>/dev/null)" ]; then
   step "Front-end build (npm ci, vite build)"
   (cd frontend && npm ci --no-audit --no-fund --loglevel=error && npm run build --silent)
 fi

@@ -151,3 +151,11 @@ def running_run(team_user):
     exp = Experiment.objects.create(team=team, name="live")
     run = Run.objects.create(experiment=exp, config={"model": "tiny"}, state=Run.State.RUNNING, created_by=user)
     return run, issue_ingest_token(run)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_login_throttle():
+    """The in-process login throttle would carry attempts from one test to the next."""
+    from django.core.cache import caches
+
+    caches["throttle"].clear()

@@ -53,14 +53,19 @@ export function chartSection(title: string, extra?: HTMLElement): {
   return { section, heading, plot };
 }
 
-/** Keep `chart` as wide as `container`, now and whenever it resizes. */
-export function fitWidth(chart: uPlot, container: HTMLElement): void {
+/**
+ * Keep `chart` as wide as `container`, now and whenever it resizes; returns the
+ * observer (disconnect it when the chart is destroyed).
+ */
+export function fitWidth(chart: uPlot, container: HTMLElement, height = CHART_HEIGHT): ResizeObserver {
   const fit = () => {
     const width = Math.floor(container.clientWidth);
-    if (width > 0 && width !== chart.width) chart.setSize({ width, height: CHART_HEIGHT });
+    if (width > 0 && width !== chart.width) chart.setSize({ width, height });
   };
-  new ResizeObserver(fit).observe(container);
+  const observer = new ResizeObserver(fit);
+  observer.observe(container);
   fit();
+  return observer;
 }
 
 /** A line chart of one metric's [iteration, value] points, kept sorted by step. */

@@ -2,18 +2,12 @@
 // so the long tail (one busy instance, the rest idle) is visible.
 import uPlot from "uplot";
 import { CHART_HEIGHT, chartSection, fitWidth } from "./charts";
+import { paletteColor } from "./palette";
 import type { Chunk, Trace, TraceRequest } from "./types";
-
-/** Distinct line colors; instances past the palette get golden-angle hues. */
-const PALETTE = [
-  "#2563eb", "#dc2626", "#059669", "#d97706", "#7c3aed",
-  "#0891b2", "#db2777", "#65a30d", "#4b5563", "#ea580c",
-];
 
 /** Line color for instance `id`, the same in every iteration. */
 export function instanceColor(id: number): string {
-  const i = Math.abs(id);
-  return i < PALETTE.length ? PALETTE[i] : `hsl(${Math.round((i * 137.508) % 360)}, 65%, 45%)`;
+  return paletteColor(id);
 }
 
 /**

@@ -1,4 +1,5 @@
-// Wire formats shared with the Django side (series.json and WebSocket messages).
+// Wire formats shared with the Django side (series.json, WebSocket messages and
+// GET /api/compare/, documented in docs/api.md).
 
 /** One [step, value] pair; step is the iteration number. */
 export type Point = [number, number];
@@ -41,3 +42,41 @@ export type SocketMessage =
   | { type: "metrics"; points: { name: string; step: number; value: number }[] }
   | ({ type: "trace" } & Trace)
   | { type: "state"; state: string; reason?: string };
+
+/** x axis of compared series: iteration, Unix seconds, or seconds since the run's first point. */
+export type CompareX = "step" | "wall" | "relative";
+
+/** Summary values of one compared run (null where the metric is missing). */
+export type CompareSummary = Record<string, number | null>;
+
+/** One run in GET /api/compare/. */
+export interface CompareRun {
+  id: number;
+  label: string;
+  team: string;
+  experiment: string;
+  policy: string;
+  state: string;
+  url: string;
+  summary: CompareSummary;
+  /** summary / the reference run's summary, per column. */
+  ratios: CompareSummary;
+}
+
+/** One run's downsampled series of one metric. */
+export interface XYSeries {
+  x: number[];
+  y: (number | null)[];
+}
+
+/** Body of GET /api/compare/. */
+export interface CompareResponse {
+  x: CompareX;
+  metrics: string[];
+  reference: number;
+  runs: CompareRun[];
+  /** Only the config keys whose values differ, and each run's values (keyed by run id). */
+  config_diff: { keys: string[]; values: Record<string, Record<string, unknown>> };
+  /** metric name -> run id -> series. */
+  series: Record<string, Record<string, XYSeries>>;
+}

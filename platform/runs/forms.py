@@ -8,8 +8,8 @@ from pathlib import Path
 
 from django import forms
 from django.conf import settings
-from pydantic import ValidationError
 
+from runs.config_check import check_config
 from umbra.config import RunConfig
 from umbra.data.gsm8k import DatasetError, parse_lines
 
@@ -61,24 +61,16 @@ class RunForm(forms.Form):
         for name, info in RunConfig.model_fields.items():
             if info.annotation is bool:  # an unchecked box is absent from POST: it means False
                 values[name] = bool(data.get(name))
-        cluster = values.get("cluster", "")
-        if cluster and cluster not in settings.UMBRA_ALLOWED_CLUSTERS:
-            self.add_error("cluster", "not an allowed Ray cluster; leave empty for the default "
-                                      "(operators list others in UMBRA_ALLOWED_CLUSTERS)")
         if raw:
             values["dataset"] = "arith"  # validate the rest before anything is written to disk
-        try:
-            config = RunConfig.model_validate(values)
-            if raw and not self.errors:
-                config = config.model_copy(update={"dataset": str(_store_dataset(raw))})
-            data["config"] = config
-        except ValidationError as exc:
-            for err in exc.errors():
-                field = str(err["loc"][0]) if err["loc"] else None
-                msg = err["msg"].removeprefix("Value error, ")
-                if field == "dataset" and raw:
-                    field = "dataset_file"
+        config, errors = check_config(values)
+        for field, messages in errors.items():
+            if field == "dataset" and raw:
+                field = "dataset_file"
+            for msg in messages:
                 self.add_error(field if field in self.fields else None, msg)
+        if config is not None and not self.errors:
+            data["config"] = config.model_copy(update={"dataset": str(_store_dataset(raw))}) if raw else config
         return data
 
 

@@ -6,12 +6,18 @@ from teams.models import Team
 
 
 class Experiment(models.Model):
-    """A named family of runs owned by a team."""
+    """A named family of runs owned by a team; ``visibility`` says who may read its runs:
+    the team only, or every user of the organization (read-only for other teams)."""
+
+    class Visibility(models.TextChoices):
+        TEAM = "team"
+        ORG = "org"
 
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="experiments")
     name = models.CharField(max_length=200)
-    description = models.TextField(blank=True)
+    description = models.TextField(blank=True, max_length=5000)
     tags = models.JSONField(default=list, blank=True)
+    visibility = models.CharField(max_length=4, choices=Visibility.choices, default=Visibility.TEAM)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -35,6 +35,10 @@ def transition(run_id: int, to_state: str, reason: str = "") -> bool:
             run.finished_at = now
         run.save(update_fields=["state", "started_at", "finished_at"])
         transaction.on_commit(lambda: broadcast(run_id, {"type": "state", "state": to_state, "reason": reason[:500]}))
+        if to_state in Run.TERMINAL:
+            from telemetry.tasks import warm_run_caches
+
+            transaction.on_commit(lambda: warm_run_caches.delay(run_id))
     return True
 
 

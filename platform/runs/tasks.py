@@ -21,8 +21,8 @@ _RAY_TO_RUN = {"PENDING": Run.State.DISPATCHING, "RUNNING": Run.State.RUNNING,
 def dispatch_run(self, run_id: int) -> None:
     """Submit run ``run_id`` as a Ray job (idempotent: the job id is derived from the
     run id, and an existing job is never submitted again), then start following it."""
-    run = Run.objects.select_related("experiment").get(pk=run_id)
-    if run.is_terminal:
+    run = Run.objects.select_related("experiment").filter(pk=run_id).first()
+    if run is None or run.is_terminal:  # deleted or cancelled while queued
         return
     transition(run_id, Run.State.DISPATCHING, "submitting to Ray")
     try:

@@ -8,8 +8,8 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from runs.forms import RunForm
-from runs.models import Run
-from runs.selectors import run_for, visible_runs
+from runs.models import Experiment, Run
+from runs.selectors import can_act_on, run_for, visible_runs
 from runs.services import create_run, request_cancel
 from teams.models import Team
 from teams.selectors import membership, teams_of
@@ -39,7 +39,27 @@ def team_runs(request, slug: str):
     team, member = _team_for(request.user, slug)
     runs = visible_runs(request.user).filter(experiment__team=team).order_by("-created_at")[:200]
     return render(request, "runs/list.html", {"team": team, "runs": runs, "can_submit": member.can_submit(),
-                                              "teams": teams_of(request.user)})
+                                              "teams": teams_of(request.user),
+                                              "experiments": team.experiments.order_by("name"),
+                                              "visibilities": Experiment.Visibility.choices})
+
+
+@login_required
+@require_POST
+def experiment_visibility(request, slug: str, experiment_id: int):
+    """Set an experiment's visibility (members and admins of its team)."""
+    team, member = _team_for(request.user, slug)
+    experiment = get_object_or_404(Experiment, pk=experiment_id, team=team)
+    if not member.can_submit():
+        return HttpResponseForbidden("viewers cannot change experiments")
+    value = request.POST.get("visibility", "")
+    if value not in Experiment.Visibility.values:
+        messages.error(request, f"visibility must be one of {', '.join(Experiment.Visibility.values)}")
+    else:
+        experiment.visibility = value
+        experiment.save(update_fields=["visibility"])
+        messages.info(request, f"Experiment '{experiment.name}' is now visible to: {experiment.get_visibility_display()}.")
+    return redirect("team-runs", slug=slug)
 
 
 @login_required
@@ -61,7 +81,8 @@ def run_dashboard(request, run_id: int):
     """Live dashboard of one run (404 for runs of other teams)."""
     run = run_for(request.user, run_id)
     return render(request, "runs/dashboard.html", {"run": run, "events": run.events.all(),
-                                                   "config": sorted(run.config.items())})
+                                                   "config": sorted(run.config.items()),
+                                                   "can_cancel": can_act_on(request.user, run)})
 
 
 @login_required
@@ -76,9 +97,8 @@ def run_series(request, run_id: int):
 def run_cancel(request, run_id: int):
     """Cancel a run (members and admins of its team)."""
     run = run_for(request.user, run_id)
-    member = membership(request.user, run.experiment.team)
-    if member is None or not member.can_submit():
-        return HttpResponseForbidden("viewers cannot cancel runs")
+    if not can_act_on(request.user, run):
+        return HttpResponseForbidden("only members of the run's team cancel it")
     if run.is_terminal:
         messages.info(request, f"Run #{run.pk} has already ended ({run.state}).")
     else:

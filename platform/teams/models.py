@@ -30,4 +30,9 @@ class Membership(models.Model):
         constraints = [models.UniqueConstraint(fields=["user", "team"], name="one_membership_per_team")]
 
     def can_submit(self) -> bool:
+        """Members and admins submit and cancel runs and edit experiments."""
         return self.role in (self.Role.MEMBER, self.Role.ADMIN)
+
+    def can_manage(self) -> bool:
+        """Admins manage the team's memberships."""
+        return self.role == self.Role.ADMIN

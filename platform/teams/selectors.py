@@ -18,3 +18,18 @@ def membership(user, team: Team) -> Membership | None:
     if not user.is_authenticated:
         return None
     return Membership.objects.filter(user=user, team=team).first()
+
+
+def team_for_member(user, slug: str) -> tuple[Team, Membership]:
+    """``(team, membership)`` for a team ``user`` belongs to.
+
+    Raises Http404 when the team does not exist or ``user`` is not in it (other teams
+    do not exist for the user).
+    """
+    from django.http import Http404
+
+    member = Membership.objects.filter(user=user, team__slug=slug).select_related("team").first() \
+        if user.is_authenticated else None
+    if member is None:
+        raise Http404("no such team")
+    return member.team, member

@@ -33,14 +33,13 @@ def _token_ok(run: Run, header: str) -> bool:
 def ingest_metrics(request, run_id: int):
     """POST a metric batch (``telemetry.schema.BatchIn`` JSON) with ``Authorization: Bearer <token>``.
 
-    Answers 201 stored, 200 duplicate, 400 malformed (with a message), 403 bad or
-    expired token, 404 unknown run. Nothing is stored unless the whole batch is valid.
+    Answers 201 stored, 200 duplicate, 400 malformed (with a message), 404 for an unknown
+    run or a bad or expired token alike (a run is not revealed to whoever lacks its
+    token). Nothing is stored unless the whole batch is valid.
     """
     run = Run.objects.filter(pk=run_id).first()
-    if run is None:
-        return _error(404, "no such run")
-    if not _token_ok(run, request.headers.get("Authorization", "")):
-        return _error(403, "invalid or expired ingestion token")
+    if run is None or not _token_ok(run, request.headers.get("Authorization", "")):
+        return _error(404, "no such run, or the ingestion token is invalid or expired")
     try:
         body = request.body
     except RequestDataTooBig:

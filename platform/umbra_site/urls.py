@@ -1,4 +1,4 @@
-"""URL map: pages, run actions, metric ingestion."""
+"""URL map: pages, the REST API (with ingestion), login."""
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
@@ -7,6 +7,8 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("api/", include("api.urls")),
     path("", include("runs.urls")),
-    path("", include("telemetry.urls")),
+    path("", include("compare.urls")),
+    path("", include("teams.urls")),
 ]

@@ -32,7 +32,7 @@ def test_batch_is_stored_once_even_when_retried(client, run_token):
     assert run.traces.get().requests[0]["instance"] == 1
 
 
-@pytest.mark.parametrize("token,status", [("wrong", 403), (None, 403), ("", 403)])
+@pytest.mark.parametrize("token,status", [("wrong", 404), (None, 404), ("", 404)])
 def test_bad_token_is_refused(client, run_token, token, status):
     run, _ = run_token
     assert _post(client, run.pk, BATCH, token).status_code == status
@@ -59,7 +59,7 @@ def test_token_expires_with_the_run_and_unknown_run_is_404(client, run_token):
     run, token = run_token
     assert _post(client, run.pk + 999, BATCH, token).status_code == 404
     Run.objects.filter(pk=run.pk).update(state=Run.State.SUCCEEDED)
-    assert _post(client, run.pk, BATCH, token).status_code == 403
+    assert _post(client, run.pk, BATCH, token).status_code == 404
     assert MetricPoint.objects.count() == 0
 
 

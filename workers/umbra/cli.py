@@ -1,29 +1,63 @@
 """The ``umbra`` console script.
 
 ``umbra prepare-model tiny|smollm2 [--force]`` builds a named model into the model folder;
-``umbra bench rollout ...`` compares rollout policies on real vLLM instances.
+``umbra bench rollout ...`` compares rollout policies on real vLLM instances;
+``umbra login|submit|runs|follow|cancel|compare`` talk to the platform's REST API
+(see ``umbra.client``).
 """
 from __future__ import annotations
 
 import argparse
 import sys
 
+from umbra.client.errors import UsageError
 
-def main(argv: list[str] | None = None) -> int:
-    """Parse ``argv`` and run a subcommand; returns the exit code (2 on bad input)."""
-    parser = argparse.ArgumentParser(prog="umbra", description="Umbra command-line tools")
+
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors are raised (one ``umbra: ...`` line, exit 2)
+    instead of printing the usage and exiting."""
+
+    def error(self, message: str):
+        raise UsageError(f"{message} (see `{self.prog} --help`)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of every subcommand."""
+    from umbra.bench import rollout as bench_rollout
+    from umbra.client import commands as client_commands
+
+    parser = _Parser(prog="umbra", description="Umbra command-line tools")
     sub = parser.add_subparsers(dest="command", required=True)
     prep = sub.add_parser("prepare-model", help="build a named model (no download)")
     prep.add_argument("name", help="tiny or smollm2")
     prep.add_argument("--force", action="store_true", help="rebuild even if present")
     bench = sub.add_parser("bench", help="benchmarks (print a table and JSON)")
     bench_sub = bench.add_subparsers(dest="bench", required=True)
-    from umbra.bench import rollout as bench_rollout
-
     bench_rollout.add_arguments(bench_sub.add_parser("rollout", help="rollout policies side by side"))
-    args = parser.parse_args(argv)
+    client_commands.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse ``argv`` and run a subcommand; returns the exit code (2 on bad input,
+    1 on a server or connection failure, 130 on Ctrl-C)."""
+    from umbra.client import commands as client_commands
+
+    try:
+        args = build_parser().parse_args(argv)
+    except UsageError as err:
+        for line in err.lines():
+            print(line, file=sys.stderr)
+        return err.exit_code
+    except SystemExit as exc:  # --help
+        return exc.code if isinstance(exc.code, int) else 0
+
+    if args.command in client_commands.MODULES:
+        return client_commands.run(args)
 
     if args.command == "bench":
+        from umbra.bench import rollout as bench_rollout
+
         return bench_rollout.run(args)
 
     if args.command == "prepare-model":

@@ -1,0 +1,25 @@
+"""``/api/`` routes (docs/api.md)."""
+from django.urls import path
+from drf_spectacular.views import SpectacularAPIView
+
+from api.views import auth, compare, experiments, metrics, runs, teams
+
+urlpatterns = [
+    path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("auth/token/", auth.TokenView.as_view(), name="api-token"),
+    path("me/", teams.MeView.as_view(), name="api-me"),
+    path("teams/", teams.TeamListView.as_view(), name="api-teams"),
+    path("teams/<slug:slug>/members/", teams.MemberListView.as_view(), name="api-members"),
+    path("teams/<slug:slug>/members/<str:username>/", teams.MemberDetailView.as_view(), name="api-member"),
+    path("experiments/", experiments.ExperimentListView.as_view(), name="api-experiments"),
+    path("experiments/<int:pk>/", experiments.ExperimentDetailView.as_view(), name="api-experiment"),
+    path("runs/", runs.RunListView.as_view(), name="api-runs"),
+    path("runs/<int:pk>/", runs.RunDetailView.as_view(), name="api-run"),
+    path("runs/<int:pk>/cancel/", runs.RunCancelView.as_view(), name="api-run-cancel"),
+    path("runs/<int:pk>/events/", runs.RunEventsView.as_view(), name="api-run-events"),
+    path("runs/<int:pk>/logs/", runs.RunLogsView.as_view(), name="api-run-logs"),
+    path("runs/<int:pk>/metrics/", metrics.RunMetricsView.as_view(), name="api-run-metrics"),
+    path("compare/", compare.CompareView.as_view(), name="api-compare"),
+    path("compare/summary.csv", compare.CompareSummaryCsvView.as_view(), name="api-compare-summary-csv"),
+    path("compare/series.csv", compare.CompareSeriesCsvView.as_view(), name="api-compare-series-csv"),
+]

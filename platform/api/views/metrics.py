@@ -1,0 +1,48 @@
+"""``/api/runs/{id}/metrics/``: GET downsampled series for users; POST is the Ray
+job's ingestion (authenticated by the run's bearer token, not a user)."""
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from rest_framework import serializers
+from rest_framework.permissions import AllowAny
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from api.serializers import SeriesQuerySerializer
+from runs.selectors import run_for
+from telemetry.series import metric_names, series_of
+from telemetry.views import ingest_metrics
+
+_XY = inline_serializer("XY", {"x": serializers.ListField(child=serializers.FloatField()),
+                               "y": serializers.ListField(child=serializers.FloatField())})
+
+
+class RunMetricsView(APIView):
+    def get_permissions(self):
+        if self.request.method == "POST":
+            return [AllowAny()]  # the per-run ingestion token is checked by the ingestion view
+        return super().get_permissions()
+
+    @extend_schema(parameters=[SeriesQuerySerializer], responses=inline_serializer("RunSeries", {
+        "run": serializers.IntegerField(), "x": serializers.CharField(),
+        "series": serializers.DictField(child=_XY)}))
+    def get(self, request, pk: int):
+        """Metric series of a visible run, each downsampled to at most ``max_points``
+        with min/max buckets; ``x`` is step (iteration), wall (Unix s) or relative (s)."""
+        run = run_for(request.user, pk)
+        q = SeriesQuerySerializer(data=request.query_params)
+        q.is_valid(raise_exception=True)
+        names = q.validated_data.get("names") or metric_names([run.pk])[:50]
+        series = series_of([run.pk], names, x=q.validated_data["x"], max_points=q.validated_data["max_points"])
+        return Response({"run": run.pk, "x": q.validated_data["x"],
+                         "series": {name: by_run[run.pk] for name, by_run in series.items()}})
+
+    @extend_schema(auth=[], request=inline_serializer("MetricBatch", {
+        "seq": serializers.IntegerField(), "points": serializers.ListField(child=serializers.DictField())}),
+        responses={201: inline_serializer("Ingested", {"stored": serializers.BooleanField(),
+                                                       "seq": serializers.IntegerField()})},
+        parameters=[OpenApiParameter("Authorization", str, OpenApiParameter.HEADER, required=True,
+                                     description="Bearer <the run's ingestion token>")])
+    def post(self, request, pk: int):
+        """Ingest one metric batch from the run's Ray job (see ``telemetry.schema.BatchIn``)."""
+        return ingest_metrics(request._request, pk)

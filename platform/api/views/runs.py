@@ -1,0 +1,97 @@
+"""``/api/runs/``: list with filters, create from a config, detail, cancel, events, log."""
+from __future__ import annotations
+
+from django.db.models import Count, IntegerField, OuterRef, Subquery, Value
+from django.db.models.functions import Coalesce
+from django_filters.rest_framework import DjangoFilterBackend
+from drf_spectacular.utils import extend_schema
+from rest_framework import generics, status
+from rest_framework.exceptions import PermissionDenied, ValidationError
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from api.serializers import EventSerializer, LogSerializer, RunCreateSerializer, RunSerializer
+from runs.config_check import check_config
+from runs.filters import RunFilter
+from runs.models import Run
+from runs.selectors import can_act_on, run_for, visible_runs
+from runs.services import create_run, request_cancel
+from teams.selectors import team_for_member
+from telemetry.models import MetricPoint
+
+ITERATION_METRIC = "iteration/time_s"
+
+
+def with_progress(qs):
+    """Annotate ``iterations_done`` (points of ``iteration/time_s``) on a run queryset."""
+    done = MetricPoint.objects.filter(run=OuterRef("pk"), name=ITERATION_METRIC).order_by().values("run") \
+        .annotate(c=Count("*")).values("c")
+    return qs.annotate(iterations_done=Coalesce(Subquery(done, output_field=IntegerField()), Value(0)))
+
+
+def _visible_run(request, pk: int) -> Run:
+    run = run_for(request.user, pk)
+    return with_progress(Run.objects.filter(pk=run.pk).select_related("experiment__team", "created_by")).get()
+
+
+class RunListView(generics.ListAPIView):
+    serializer_class = RunSerializer
+    filter_backends = [DjangoFilterBackend]
+    filterset_class = RunFilter
+
+    def get_queryset(self):
+        return with_progress(visible_runs(self.request.user)).order_by("-created_at", "-pk")
+
+    def get(self, request, *args, **kwargs):
+        """Runs the user may see, newest first, filtered by the query parameters."""
+        return super().get(request, *args, **kwargs)
+
+    @extend_schema(request=RunCreateSerializer, responses={201: RunSerializer})
+    def post(self, request):
+        """Submit a run of ``config`` to the team's experiment (created if new); members and admins."""
+        data = RunCreateSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        v = data.validated_data
+        team, member = team_for_member(request.user, v["team"])
+        if not member.can_submit():
+            raise PermissionDenied("viewers cannot submit runs")
+        config, errors = check_config(v["config"])
+        if errors:
+            raise ValidationError({"config": errors})
+        run = create_run(request.user, team, v["experiment"], config)
+        return Response(RunSerializer(_visible_run(request, run.pk)).data, status=status.HTTP_201_CREATED)
+
+
+class RunDetailView(APIView):
+    @extend_schema(responses=RunSerializer)
+    def get(self, request, pk: int):
+        """One run the user may see (404 otherwise)."""
+        return Response(RunSerializer(_visible_run(request, pk)).data)
+
+
+class RunCancelView(APIView):
+    @extend_schema(request=None, responses={202: RunSerializer})
+    def post(self, request, pk: int):
+        """Request cancellation (members and admins of the run's team); 409 if it has ended."""
+        run = run_for(request.user, pk)
+        if not can_act_on(request.user, run):
+            raise PermissionDenied("only members of the run's team cancel it")
+        if run.is_terminal:
+            return Response({"detail": f"run has already ended ({run.state})"}, status=status.HTTP_409_CONFLICT)
+        request_cancel(run)
+        return Response(RunSerializer(_visible_run(request, pk)).data, status=status.HTTP_202_ACCEPTED)
+
+
+class RunEventsView(APIView):
+    @extend_schema(responses=EventSerializer(many=True))
+    def get(self, request, pk: int):
+        """The run's state transitions, oldest first."""
+        run = run_for(request.user, pk)
+        return Response(EventSerializer(run.events.all(), many=True).data)
+
+
+class RunLogsView(APIView):
+    @extend_schema(responses=LogSerializer)
+    def get(self, request, pk: int):
+        """The tail of the run's Ray job log."""
+        return Response({"log_tail": run_for(request.user, pk).log_tail})

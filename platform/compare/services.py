@@ -1,0 +1,64 @@
+"""Build a comparison of runs the user may see: summary table, reference ratios,
+config diff and downsampled overlaid series (the JSON of ``GET /api/compare/``)."""
+from __future__ import annotations
+
+from django.http import Http404
+
+from compare.stats import run_stats
+from compare.summary import COLUMNS, config_diff, default_reference, ratios, summary_row
+from runs.models import Run
+from runs.selectors import visible_runs
+from telemetry.series import series_of
+
+MAX_RUNS = 50
+DEFAULT_METRICS = ("rollout/throughput_tok_s", "rollout/tail_time_s", "reward/mean", "rollout/spec/accept_len")
+
+
+def runs_for_compare(user, run_ids: list[int]) -> list[Run]:
+    """The runs ``run_ids`` in the given order (duplicates dropped).
+
+    Raises ValueError for none or more than 50 ids, Http404 if any is not visible to ``user``.
+    """
+    ids = list(dict.fromkeys(run_ids))
+    if not 1 <= len(ids) <= MAX_RUNS:
+        raise ValueError(f"give between 1 and {MAX_RUNS} run ids")
+    found = {r.pk: r for r in visible_runs(user).filter(pk__in=ids)}
+    missing = [i for i in ids if i not in found]
+    if missing:
+        raise Http404(f"no such run: {missing[0]}")
+    return [found[i] for i in ids]
+
+
+def label(run: Run) -> str:
+    """Short human label: ``#7 Alpha/gsm8k seer``."""
+    return f"#{run.pk} {run.experiment.team.name}/{run.experiment.name} {run.config.get('rollout_policy', '?')}"
+
+
+def build_comparison(user, run_ids: list[int], metrics: list[str] | None = None, x: str = "step",
+                     max_points: int = 1500, reference: int | None = None) -> dict:
+    """The comparison document (shape in docs/api.md, "Compare").
+
+    Raises ValueError for bad arguments (unknown x, reference not among the runs, too
+    many runs or metrics) and Http404 for runs the user may not see.
+    """
+    runs = runs_for_compare(user, run_ids)
+    metrics = list(dict.fromkeys(metrics or DEFAULT_METRICS))
+    if len(metrics) > 20:
+        raise ValueError("give at most 20 metrics")
+    configs = {r.pk: r.config for r in runs}
+    if reference is None:
+        reference = default_reference(configs)
+    elif reference not in configs:
+        raise ValueError("reference must be one of the compared runs")
+    stats = run_stats(list(configs), sorted({m for m, _ in COLUMNS.values()}))
+    rows = {r.pk: summary_row(stats.get(r.pk, {})) for r in runs}
+    series = series_of(list(configs), metrics, x=x, max_points=max_points)
+    return {
+        "x": x, "metrics": metrics, "reference": reference,
+        "runs": [{"id": r.pk, "label": label(r), "team": r.experiment.team.slug, "experiment": r.experiment.name,
+                  "policy": r.config.get("rollout_policy"), "state": r.state, "url": f"/runs/{r.pk}/",
+                  "summary": rows[r.pk], "ratios": ratios(rows[r.pk], rows[reference])} for r in runs],
+        "config_diff": {"keys": (d := config_diff(configs))["keys"],
+                        "values": {str(k): v for k, v in d["values"].items()}},
+        "series": {m: {str(r): s for r, s in by_run.items()} for m, by_run in series.items()},
+    }

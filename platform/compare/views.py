@@ -1,0 +1,40 @@
+"""The compare page: a run picker (filters over every run the user may see) and the
+comparison itself, drawn in the browser from ``/api/compare/`` (frontend/src/compare.ts)."""
+from __future__ import annotations
+
+import typing
+
+from django.contrib.auth.decorators import login_required
+from django.shortcuts import render
+
+from runs.filters import RunFilter
+from runs.models import Run
+from runs.selectors import visible_experiments, visible_runs
+from teams.models import Team
+from teams.selectors import teams_of
+from umbra.config import RolloutPolicy
+
+PICKER_LIMIT = 200
+POLICIES = typing.get_args(RolloutPolicy)
+
+
+def _selected_ids(request) -> list[int]:
+    ids: list[int] = []
+    for raw in request.GET.getlist("runs"):
+        ids += [int(v) for v in raw.split(",") if v.strip().isdigit() and len(v.strip()) < 18]
+    return list(dict.fromkeys(ids))
+
+
+@login_required
+def compare_page(request):
+    """``/compare/?runs=1,2&team=..&policy=..``: pick runs, then see them overlaid."""
+    picker = RunFilter(request.GET, queryset=visible_runs(request.user).order_by("-created_at", "-pk"))
+    candidates = list(picker.qs[:PICKER_LIMIT]) if picker.is_valid() else []
+    selected = _selected_ids(request)
+    teams = Team.objects.filter(experiments__in=visible_experiments(request.user)).distinct().order_by("name")
+    shown = {r.pk for r in candidates}
+    return render(request, "compare/compare.html", {
+        "picker": picker, "candidates": candidates, "selected": selected,
+        "view_params": [(k, request.GET[k]) for k in ("x", "smooth", "metrics") if request.GET.get(k)],
+        "hidden_selected": [i for i in selected if i not in shown], "policies": POLICIES, "teams": teams,
+        "states": Run.State.choices, "my_teams": teams_of(request.user)})

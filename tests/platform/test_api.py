@@ -1,0 +1,158 @@
+"""REST API behaviour: submission with field errors, cancel, filters, metric series with
+downsampling, comparison and its CSV exports."""
+import csv
+import io
+
+import pytest
+from rest_framework.test import APIClient
+
+from runs.models import Experiment, Run
+from teams.models import Membership, Team
+from telemetry.models import MetricPoint
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def api(django_user_model):
+    team = Team.objects.create(name="Alpha", slug="alpha")
+    user = django_user_model.objects.create_user("alice")
+    Membership.objects.create(user=user, team=team, role="member")
+    client = APIClient()
+    client.force_authenticate(user)
+    client.user, client.team = user, team
+    return client
+
+
+def _run(team, experiment="exp", tags=(), **config):
+    exp, _ = Experiment.objects.get_or_create(team=team, name=experiment, defaults={"tags": list(tags)})
+    return Run.objects.create(experiment=exp, config={"model": "tiny", "iterations": 3, **config})
+
+
+def _points(run, name, values):
+    MetricPoint.objects.bulk_create([MetricPoint(run=run, name=name, step=i, value=v) for i, v in enumerate(values)])
+
+
+def test_submit_reports_every_bad_field_and_stores_nothing(api):
+    resp = api.post("/api/runs/", {"team": "alpha", "experiment": "e", "config": {
+        "group_size": 1, "temperature": "hot", "bogus": 1, "rollout_policy": "fastest"}}, format="json")
+    assert resp.status_code == 400
+    errors = resp.json()["config"]
+    assert set(errors) == {"group_size", "temperature", "bogus", "rollout_policy"}
+    assert "greater than or equal to 2" in errors["group_size"][0]
+    assert api.post("/api/runs/", {"team": "alpha", "experiment": " ", "config": {}}, format="json").json() == {
+        "experiment": ["This field may not be blank."]}
+    assert Run.objects.count() == 0 and Experiment.objects.count() == 0
+
+
+def test_submit_then_cancel_then_cancel_again(api):
+    resp = api.post("/api/runs/", {"team": "alpha", "experiment": "e", "config": {"model": "tiny", "iterations": 2}},
+                    format="json")
+    assert resp.status_code == 201, resp.json()
+    run = resp.json()
+    assert run["state"] == "queued" and run["iterations_total"] == 2 and run["iterations_done"] == 0
+    assert run["config"]["group_size"] == 8  # defaults filled in
+    assert api.post(f"/api/runs/{run['id']}/cancel/").status_code == 202
+    again = api.post(f"/api/runs/{run['id']}/cancel/")
+    assert again.status_code == 409 and again.json() == {"detail": "run has already ended (cancelled)"}
+    events = api.get(f"/api/runs/{run['id']}/events/").json()
+    assert [e["to_state"] for e in events] == ["queued", "cancelled"]
+
+
+def test_run_list_filters(api):
+    a = _run(api.team, "gsm", tags=["math"], rollout_policy="seer")
+    b = _run(api.team, "arith", rollout_policy="static-group")
+    Run.objects.filter(pk=b.pk).update(state=Run.State.SUCCEEDED)
+    _points(a, "iteration/time_s", [1.0, 2.0])
+
+    def ids(query):
+        resp = api.get(f"/api/runs/?{query}")
+        assert resp.status_code == 200, resp.json()
+        return [r["id"] for r in resp.json()["results"]]
+
+    assert ids("") == [b.pk, a.pk]
+    assert ids("policy=seer") == [a.pk] and ids("state=succeeded") == [b.pk]
+    assert ids("tag=math") == [a.pk] and ids("experiment=arith") == [b.pk] and ids(f"experiment={a.experiment_id}") == [a.pk]
+    assert ids("search=gs") == [a.pk] and ids("team=alpha") == [b.pk, a.pk] and ids("team=beta") == []
+    assert ids("created_after=2000-01-01") == [b.pk, a.pk] and ids("created_before=2000-01-01") == []
+    assert api.get(f"/api/runs/{a.pk}/").json()["iterations_done"] == 2
+    bad = api.get("/api/runs/?state=exploded")
+    assert bad.status_code == 400 and "state" in bad.json()
+
+
+def test_metrics_are_downsampled_with_spikes_kept(api):
+    run = _run(api.team)
+    values = [1.0] * 10_000
+    values[4321] = 500.0
+    _points(run, "rollout/throughput_tok_s", values)
+    _points(run, "reward/mean", [0.1, 0.2])
+    body = api.get(f"/api/runs/{run.pk}/metrics/?max_points=1000").json()
+    tput = body["series"]["rollout/throughput_tok_s"]
+    assert len(tput["y"]) <= 1000 and 500.0 in tput["y"] and 4321 in tput["x"]
+    assert body["series"]["reward/mean"] == {"x": [0, 1], "y": [0.1, 0.2]}
+    rel = api.get(f"/api/runs/{run.pk}/metrics/?names=reward/mean&x=relative").json()
+    assert list(rel["series"]) == ["reward/mean"]
+    xs = rel["series"]["reward/mean"]["x"]  # seconds since the run's first point (of any metric)
+    assert 0.0 <= xs[0] <= xs[1] < 60
+    assert api.get(f"/api/runs/{run.pk}/metrics/?x=sideways").status_code == 400
+    assert api.get(f"/api/runs/{run.pk}/metrics/?max_points=1").status_code == 400
+
+
+def test_compare_summary_reference_ratios_diff_and_csv(api):
+    base = {"max_tokens": 64}
+    sg = _run(api.team, rollout_policy="static-group", **base)
+    seer = _run(api.team, rollout_policy="seer", chunk_tokens=16, **base)
+    _points(sg, "rollout/throughput_tok_s", [100.0, 110.0, 120.0])
+    _points(seer, "rollout/throughput_tok_s", [150.0, 165.0, 180.0])
+    _points(seer, "reward/mean", [0.2, 0.4])
+    _points(seer, "iteration/time_s", [5.0, 5.0])
+    resp = api.get(f"/api/compare/?runs={seer.pk},{sg.pk}&metrics=rollout/throughput_tok_s,reward/mean")
+    assert resp.status_code == 200, resp.json()
+    doc = resp.json()
+    assert doc["reference"] == sg.pk
+    rows = {r["id"]: r for r in doc["runs"]}
+    assert rows[seer.pk]["summary"]["throughput_tok_s"] == 165.0
+    assert rows[seer.pk]["ratios"]["throughput_tok_s"] == pytest.approx(1.5)
+    assert rows[seer.pk]["summary"]["reward"] == 0.4 and rows[seer.pk]["ratios"]["reward"] is None
+    assert doc["config_diff"]["keys"] == ["chunk_tokens", "rollout_policy"]
+    assert doc["series"]["rollout/throughput_tok_s"][str(sg.pk)]["y"] == [100.0, 110.0, 120.0]
+    assert str(sg.pk) not in doc["series"]["reward/mean"]
+
+    chosen = api.get(f"/api/compare/?runs={seer.pk},{sg.pk}&reference={seer.pk}").json()
+    assert chosen["reference"] == seer.pk
+    summary = list(csv.DictReader(io.StringIO(api.get(f"/api/compare/summary.csv?runs={seer.pk},{sg.pk}").content.decode())))
+    assert [int(r["run"]) for r in summary] == [seer.pk, sg.pk] and float(summary[0]["throughput_tok_s_ratio"]) == 1.5
+    series = list(csv.reader(io.StringIO(api.get(f"/api/compare/series.csv?runs={sg.pk}").content.decode())))
+    assert series[0] == ["run", "metric", "step", "y"] and len(series) == 4
+
+
+@pytest.mark.parametrize("query,message", [
+    ("runs=", "runs"), ("runs=a,b", "comma-separated integers"), ("runs=1&x=up", "x"),
+    ("runs={a}&reference=999999", "reference must be one of the compared runs"),
+    ("runs=" + ",".join(str(i) for i in range(1, 60)), "between 1 and 50"),
+])
+def test_compare_bad_queries_get_400_with_a_message(api, query, message):
+    run = _run(api.team)
+    resp = api.get("/api/compare/?" + query.format(a=run.pk))
+    assert resp.status_code == 400 and message in resp.content.decode()
+
+
+def test_membership_keeps_an_admin(api, django_user_model):
+    Membership.objects.filter(user=api.user).update(role="admin")
+    django_user_model.objects.create_user("bob")
+    assert api.post("/api/teams/alpha/members/", {"username": "bob", "role": "viewer"}, format="json").status_code == 201
+    assert api.post("/api/teams/alpha/members/", {"username": "nobody"}, format="json").json() == {
+        "username": ["no such user"]}
+    last = api.delete("/api/teams/alpha/members/alice/")
+    assert last.status_code == 400 and "at least one admin" in last.json()["username"][0]
+    assert api.delete("/api/teams/alpha/members/bob/").status_code == 204
+    assert [m["username"] for m in api.get("/api/teams/alpha/members/").json()] == ["alice"]
+
+
+def test_token_login(client, django_user_model):
+    django_user_model.objects.create_user("carol", password="pw-carol-123")
+    bad = client.post("/api/auth/token/", {"username": "carol", "password": "nope"})
+    assert bad.status_code == 400 and "non_field_errors" in bad.json()
+    token = client.post("/api/auth/token/", {"username": "carol", "password": "pw-carol-123"}).json()["token"]
+    me = client.get("/api/me/", HTTP_AUTHORIZATION=f"Token {token}")
+    assert me.status_code == 200 and me.json() == {"username": "carol", "teams": []}

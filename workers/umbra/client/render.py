@@ -1,0 +1,105 @@
+"""Formatting shared by the commands: the console, numbers, ratios, times, states.
+
+Cells built from server data go through :func:`text` so that ``[...]`` in a name
+is shown as written, never read as rich markup.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+from datetime import datetime
+
+from rich.console import Console
+from rich.text import Text
+
+MISSING = "–"
+STATE_STYLES = {"queued": "dim", "dispatching": "cyan", "running": "blue", "succeeded": "green",
+                "failed": "red", "cancelled": "yellow"}
+
+
+def make_console(file=None) -> Console:
+    """A rich console on ``file`` (default stdout, looked up at print time). When the
+    output is not a terminal it is ``$COLUMNS`` (default 200) wide, so tables written to
+    a pipe or a file are not squeezed to 80 columns."""
+    stream = file if file is not None else sys.stdout
+    width = None
+    if not (hasattr(stream, "isatty") and stream.isatty()):
+        try:
+            width = int(os.environ.get("COLUMNS", "200"))
+        except ValueError:
+            width = 200
+    return Console(file=file, width=width, highlight=False, soft_wrap=False)
+
+
+def text(value, style: str = "") -> Text:
+    """``value`` as a rich ``Text`` (no markup); None becomes ``–``."""
+    return Text(MISSING if value is None else str(value), style=style)
+
+
+def fmt_number(value) -> str:
+    """A metric value for a table: integers as such, floats with 1 to 3 decimals by
+    magnitude (``231.0``, ``12.35``, ``0.310``); None or NaN as ``–``."""
+    if value is None or isinstance(value, bool):
+        return MISSING if value is None else str(value)
+    if isinstance(value, int):
+        return str(value)
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return str(value)
+    if math.isnan(v):
+        return MISSING
+    if v.is_integer() and abs(v) >= 1e6:
+        return f"{v:.0f}"
+    if abs(v) >= 100:
+        return f"{v:.1f}"
+    if abs(v) >= 1:
+        return f"{v:.2f}"
+    return f"{v:.3f}"
+
+
+def fmt_ratio(ratio) -> str:
+    """A ratio to the reference: ``1.02x``; ``''`` for None."""
+    if ratio is None:
+        return ""
+    try:
+        return f"{float(ratio):.2f}x"
+    except (TypeError, ValueError):
+        return ""
+
+
+def fmt_with_ratio(value, ratio) -> str:
+    """``231.0 (1.02x)``; just the value when the ratio is None; ``–`` for no value."""
+    shown = fmt_number(value)
+    r = fmt_ratio(ratio)
+    return f"{shown} ({r})" if r and value is not None else shown
+
+
+def fmt_time(iso: str | None) -> str:
+    """An ISO-8601 timestamp as local ``YYYY-MM-DD HH:MM``; ``–`` for None; the input
+    unchanged when it does not parse."""
+    if not iso:
+        return MISSING
+    try:
+        return datetime.fromisoformat(iso.replace("Z", "+00:00")).astimezone().strftime("%Y-%m-%d %H:%M")
+    except (TypeError, ValueError):
+        return str(iso)
+
+
+def fmt_value(value) -> str:
+    """A config value as written in YAML-ish JSON: strings bare, others as JSON."""
+    if value is None:
+        return "null"
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def state_text(state: str | None) -> Text:
+    """The run state, coloured by outcome."""
+    return text(state, STATE_STYLES.get(state or "", ""))
+
+
+def fmt_iterations(done, total) -> str:
+    """``2/3``; ``?`` for an unknown part."""
+    return f"{'?' if done is None else done}/{'?' if total is None else total}"

@@ -1,0 +1,100 @@
+"""Reading a run submission from YAML and checking it locally against ``RunConfig``.
+
+The file holds ``RunConfig`` fields at the top level plus optional ``team`` and
+``experiment`` keys::
+
+    team: alpha
+    experiment: gsm8k-seer
+    model: tiny
+    rollout_policy: seer
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from umbra.client.errors import UsageError
+
+SUBMISSION_KEYS = ("team", "experiment")
+
+
+@dataclass(frozen=True)
+class Submission:
+    """What ``POST /api/runs/`` needs: team slug and experiment name (None when the
+    file and the flags give none) and the config fields as written."""
+
+    team: str | None
+    experiment: str | None
+    config: dict = field(default_factory=dict)
+
+
+def _name(value, key: str, path: str) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, (str, int)) or isinstance(value, bool) or not str(value).strip():
+        raise UsageError(f"{path}: `{key}` must be a non-empty name")
+    return str(value).strip()
+
+
+def load_submission(path: str, team: str | None = None, experiment: str | None = None) -> Submission:
+    """Read ``path`` into a :class:`Submission`; ``team``/``experiment`` (the flags)
+    win over the file's keys.
+
+    Raises:
+        UsageError: the file is missing, unreadable, not YAML, or not a mapping.
+    """
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UsageError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{path}: cannot read ({exc})") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        problem = getattr(exc, "problem", None) or type(exc).__name__
+        raise UsageError(f"{path}: invalid YAML{where}: {problem}") from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise UsageError(f"{path}: expected a mapping of RunConfig fields, got {type(data).__name__}")
+    data = {str(k): v for k, v in data.items()}
+    file_team = _name(data.pop("team", None), "team", path)
+    file_experiment = _name(data.pop("experiment", None), "experiment", path)
+    return Submission(team=team or file_team, experiment=experiment or file_experiment, config=data)
+
+
+def _is_path(value) -> bool:
+    """Whether a ``model``/``dataset`` value reads as a file path (not a built-in name)."""
+    return isinstance(value, str) and ("/" in value or value.startswith(("~", ".")))
+
+
+def local_errors(config: dict) -> list[tuple[str, str]]:
+    """Check ``config`` with ``umbra.config.RunConfig``; returns ``(field, message)``
+    pairs, empty when valid.
+
+    ``model`` and ``dataset`` values that are paths name files on the platform's
+    machines, not this one: errors about them are left for the server to judge.
+    """
+    from pydantic import ValidationError
+
+    from umbra.config import RunConfig
+
+    try:
+        RunConfig(**config)
+    except ValidationError as exc:
+        out = []
+        for err in exc.errors():
+            loc = ".".join(str(part) for part in err["loc"]) or "config"
+            top = str(err["loc"][0]) if err["loc"] else ""
+            if top in ("model", "dataset") and err["type"] == "value_error" and _is_path(config.get(top)):
+                continue
+            msg = err["msg"].removeprefix("Value error, ")
+            out.append((loc, msg))
+        return out
+    return []
