@@ -9,6 +9,9 @@ RAY_GCS_PORT=${UMBRA_RAY_PORT:-6380}
 RAY_DASH_PORT=${UMBRA_RAY_DASHBOARD_PORT:-8265}
 export UMBRA_LOCAL_RAY_DASHBOARD=http://127.0.0.1:$RAY_DASH_PORT
 export UMBRA_PLATFORM_URL=${UMBRA_PLATFORM_URL:-http://127.0.0.1:$PORT}
+# A demo of its own per web port: Celery queue and Channels prefix (the default demo keeps "umbra").
+SUFFIX=$([ "$PORT" = 8000 ] && echo "" || echo "-$PORT")
+export UMBRA_CELERY_QUEUE=${UMBRA_CELERY_QUEUE:-umbra$SUFFIX} UMBRA_CHANNEL_PREFIX=${UMBRA_CHANNEL_PREFIX:-umbra$SUFFIX}
 # The local head listens on loopback only; set RAY_AUTH_MODE=token for a shared machine.
 export RAY_AUTH_MODE=${RAY_AUTH_MODE:-disabled}
 DATA=${DATA:-arith}
@@ -48,7 +51,7 @@ fi
 
 echo "==> web server on :$PORT, Celery worker (logs in $LOGS/)"
 daphne -b 127.0.0.1 -p "$PORT" umbra_site.asgi:application >$LOGS/web.log 2>&1 & web=$!; pids+=($web)
-celery -A umbra_site worker -Q umbra -c 2 --loglevel=INFO >$LOGS/worker.log 2>&1 & pids+=($!)
+celery -A umbra_site worker -Q "$UMBRA_CELERY_QUEUE" -c 2 --loglevel=INFO >$LOGS/worker.log 2>&1 & pids+=($!)
 for i in $(seq 1 30); do curl -s -o /dev/null "http://127.0.0.1:$PORT/accounts/login/" && break; sleep 1; done
 
 echo "==> demo run on '$DATA' (first iteration: starting vLLM instances and the trainer)"

@@ -1,6 +1,7 @@
 // One uPlot line chart per metric, keyed by metric name, x axis = iteration.
 import uPlot from "uplot";
 import type { Point } from "./types";
+import { yAxis } from "./format";
 
 /** Metrics shown on the dashboard, in display order; others are ignored. */
 export const METRICS = [
@@ -97,7 +98,7 @@ export class MetricChart {
         axes: [
           // Iterations are integers: never put ticks at fractional steps.
           { label: "iteration", incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000] },
-          { size: 60 },
+          yAxis(60),
         ],
         series: [
           { label: "iteration" },

@@ -35,6 +35,7 @@ class ComparePage {
   private readonly status = el("p", { className: "compare-status" });
   private readonly grid = el("div", { className: "chart-grid" });
   private readonly summary = el("table", { id: "summary", className: "compare-table" });
+  private readonly mismatch = el("p", { id: "reference-mismatch", className: "compare-note", hidden: true });
   private readonly diff = el("table", { id: "config-diff", className: "compare-table" });
   private readonly results = el("div", { className: "compare-results", hidden: true });
   private charts: OverlayChart[] = [];
@@ -52,6 +53,7 @@ class ComparePage {
     this.results.append(
       this.grid,
       heading("Summary"),
+      this.mismatch,
       el("div", { className: "table-scroll" }),
       heading("Config differences"),
       el("div", { className: "table-scroll" }),
@@ -135,6 +137,11 @@ class ComparePage {
       this.charts.push(new OverlayChart(this.grid, metric, data.x, lines, aligned, this.view.smooth));
     }
     renderSummary(this.summary, data, colors);
+    const differ = Object.entries(data.reference_mismatch ?? {});
+    this.mismatch.hidden = differ.length === 0;
+    this.mismatch.textContent = differ.length === 0 ? "" : `Ratios compare more than the policy: ${differ
+      .map(([id, keys]) => `#${id} differs from reference #${data.reference} in ${keys.join(", ")}`)
+      .join("; ")}.`;
     renderConfigDiff(this.diff, data);
     await Promise.all(this.charts.map((c) => c.drawn));
     return this.charts.reduce((sum, c) => sum + c.points, 0);

@@ -36,3 +36,23 @@ export function formatWithRatio(
   const ratio = formatRatio(r);
   return value === MISSING || ratio === "" ? value : `${value} (${ratio})`;
 }
+
+/**
+ * uPlot y-axis tick labels with as many digits as the tick increment needs, so that a
+ * narrow range (an entropy of 6.0681…6.0684, a KL of 1e-5) never shows one label repeated.
+ */
+export function tickLabels(splits: number[], incr: number): string[] {
+  const mag = Math.max(0, ...splits.map((v) => Math.abs(v)));
+  const step = Math.abs(incr) || mag || 1;
+  if (mag !== 0 && (mag >= 1e6 || mag < 1e-3)) {
+    const digits = Math.min(6, Math.max(1, Math.ceil(Math.log10(mag / step)) + 1));
+    return splits.map((v) => (v === 0 ? "0" : v.toExponential(digits - 1)));
+  }
+  const decimals = Math.min(10, Math.max(0, -Math.floor(Math.log10(step) + 1e-9)));
+  return splits.map((v) => v.toFixed(decimals));
+}
+
+/** A y axis whose labels follow `tickLabels`. */
+export function yAxis(size: number): { size: number; values: (u: unknown, splits: number[], axis: number, space: number, incr: number) => string[] } {
+  return { size, values: (_u, splits, _axis, _space, incr) => tickLabels(splits, incr) };
+}

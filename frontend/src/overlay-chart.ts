@@ -4,7 +4,7 @@ import uPlot from "uplot";
 import type { Aligned } from "./align";
 import { chartSection, fitWidth } from "./charts";
 import { emaSmooth } from "./ema";
-import { formatNumber } from "./format";
+import { formatNumber, yAxis } from "./format";
 import { withAlpha } from "./palette";
 import type { CompareX } from "./types";
 
@@ -63,8 +63,8 @@ export class OverlayChart {
 
     const badge = document.createElement("span");
     badge.className = "points";
-    badge.title = "points";
-    badge.textContent = String(this.points);
+    badge.title = "points drawn (after server-side downsampling)";
+    badge.textContent = `${this.points} pts`;
     const { section, plot } = chartSection(metric, badge);
     section.classList.add("compare-chart");
     section.dataset.metric = metric;
@@ -103,7 +103,7 @@ export class OverlayChart {
         width: Math.max(plot.clientWidth, 200),
         height: OVERLAY_HEIGHT,
         scales: { x: { time: xMode === "wall" } },
-        axes: [xAxis(xMode), { size: 64 }],
+        axes: [xAxis(xMode), yAxis(64)],
         series: [xSeries(xMode), ...main, ...raw],
         legend: { show: true, live: true },
         cursor: {

@@ -30,7 +30,8 @@ function safeHref(url: unknown): string | null {
 /** Fill `table` from `data`; `colors[i]` is the chart color of `data.runs[i]`. */
 export function renderSummary(table: HTMLTableElement, data: CompareResponse, colors: string[]): void {
   const head = document.createElement("tr");
-  head.append(cell("th", "run"), cell("th", "team"), cell("th", "experiment"), cell("th", "policy"), cell("th", "state"));
+  // The run label already names team, experiment and policy.
+  head.append(cell("th", "run"), cell("th", "state"));
   for (const [key, title] of SUMMARY_COLUMNS) {
     const th = cell("th", title, "num");
     th.dataset.col = key;
@@ -62,8 +63,7 @@ export function renderSummary(table: HTMLTableElement, data: CompareResponse, co
       badge.textContent = "reference";
       name.append(" ", badge);
     }
-    tr.append(name, cell("td", run.team ?? ""), cell("td", run.experiment ?? ""), cell("td", run.policy ?? ""),
-      cell("td", run.state ?? ""));
+    tr.append(name, cell("td", run.state ?? ""));
 
     for (const [key, , format, better] of SUMMARY_COLUMNS) {
       const value = run.summary?.[key];

@@ -74,6 +74,8 @@ export interface CompareResponse {
   x: CompareX;
   metrics: string[];
   reference: number;
+  /** run id -> non-policy config keys in which it differs from the reference. */
+  reference_mismatch?: Record<string, string[]>;
   runs: CompareRun[];
   /** Only the config keys whose values differ, and each run's values (keyed by run id). */
   config_diff: { keys: string[]; values: Record<string, Record<string, unknown>> };

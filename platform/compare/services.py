@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.http import Http404
 
 from compare.stats import run_stats
-from compare.summary import COLUMNS, config_diff, default_reference, ratios, summary_row
+from compare.summary import COLUMNS, config_diff, default_reference, ratios, reference_mismatch, summary_row
 from runs.models import Run
 from runs.selectors import visible_runs
 from telemetry.series import series_of
@@ -46,15 +46,16 @@ def build_comparison(user, run_ids: list[int], metrics: list[str] | None = None,
     if len(metrics) > 20:
         raise ValueError("give at most 20 metrics")
     configs = {r.pk: r.config for r in runs}
+    stats = run_stats(list(configs), sorted({m for m, _ in COLUMNS.values()}))
     if reference is None:
-        reference = default_reference(configs)
+        reference = default_reference(configs, with_data=set(stats))
     elif reference not in configs:
         raise ValueError("reference must be one of the compared runs")
-    stats = run_stats(list(configs), sorted({m for m, _ in COLUMNS.values()}))
     rows = {r.pk: summary_row(stats.get(r.pk, {})) for r in runs}
     series = series_of(list(configs), metrics, x=x, max_points=max_points)
     return {
         "x": x, "metrics": metrics, "reference": reference,
+        "reference_mismatch": {str(k): v for k, v in reference_mismatch(configs, reference).items()},
         "runs": [{"id": r.pk, "label": label(r), "team": r.experiment.team.slug, "experiment": r.experiment.name,
                   "policy": r.config.get("rollout_policy"), "state": r.state, "url": f"/runs/{r.pk}/",
                   "summary": rows[r.pk], "ratios": ratios(rows[r.pk], rows[reference])} for r in runs],

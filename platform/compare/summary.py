@@ -41,21 +41,38 @@ def _without_policy(config: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in config.items() if k not in POLICY_KEYS}
 
 
-def default_reference(configs: dict[int, dict[str, Any]]) -> int:
+def default_reference(configs: dict[int, dict[str, Any]], with_data: set[int] | None = None) -> int:
     """The reference run among ``configs`` (``{run_id: config}``, in the user's order):
     the ``static-group`` run sharing its non-policy config with the most other runs
-    (first on ties), else the first run. Raises ValueError on an empty mapping."""
+    (first on ties), else the first run. Runs in ``with_data`` (those with metrics; all
+    when None) are preferred, so a run cancelled before its first point is no reference.
+    Raises ValueError on an empty mapping."""
     if not configs:
         raise ValueError("no runs to compare")
-    baselines = [r for r, c in configs.items() if c.get("rollout_policy") == BASELINE_POLICY]
+    candidates = [r for r in configs if with_data is None or r in with_data] or list(configs)
+    baselines = [r for r in candidates if configs[r].get("rollout_policy") == BASELINE_POLICY]
     if not baselines:
-        return next(iter(configs))
+        return candidates[0]
 
     def same_config_count(run_id: int) -> int:
         mine = _without_policy(configs[run_id])
         return sum(1 for r, c in configs.items() if r != run_id and _without_policy(c) == mine)
 
     return max(baselines, key=lambda r: (same_config_count(r), -baselines.index(r)))
+
+
+def reference_mismatch(configs: dict[int, dict[str, Any]], reference: int) -> dict[int, list[str]]:
+    """``{run_id: [keys]}``: for each other run, the non-policy config keys in which it
+    differs from the reference (runs of the same config are left out). Ratios between
+    such runs compare more than the rollout policy."""
+    ref = _without_policy(configs[reference])
+    out: dict[int, list[str]] = {}
+    for run_id, config in configs.items():
+        mine = _without_policy(config)
+        keys = sorted(k for k in set(ref) | set(mine) if ref.get(k) != mine.get(k))
+        if run_id != reference and keys:
+            out[run_id] = keys
+    return out
 
 
 def config_diff(configs: dict[int, dict[str, Any]]) -> dict[str, Any]:

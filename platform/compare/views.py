@@ -3,9 +3,10 @@ comparison itself, drawn in the browser from ``/api/compare/`` (frontend/src/com
 from __future__ import annotations
 
 import typing
+from urllib.parse import urlencode
 
 from django.contrib.auth.decorators import login_required
-from django.shortcuts import render
+from django.shortcuts import redirect, render
 
 from runs.filters import RunFilter
 from runs.models import Run
@@ -28,6 +29,9 @@ def _selected_ids(request) -> list[int]:
 @login_required
 def compare_page(request):
     """``/compare/?runs=1,2&team=..&policy=..``: pick runs, then see them overlaid."""
+    if any(v == "" for v in request.GET.values()):  # keep shared URLs short: drop empty filters
+        kept = [(k, v) for k in request.GET for v in request.GET.getlist(k) if v != ""]
+        return redirect(f"{request.path}?{urlencode(kept)}" if kept else request.path)
     picker = RunFilter(request.GET, queryset=visible_runs(request.user).order_by("-created_at", "-pk"))
     candidates = list(picker.qs[:PICKER_LIMIT]) if picker.is_valid() else []
     selected = _selected_ids(request)

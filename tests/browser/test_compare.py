@@ -137,3 +137,52 @@ def test_hidden_run_shows_the_api_error(live_web, two_runs):
         expect(page.locator(".compare-chart")).to_have_count(0)
         assert errors == []
         browser.close()
+
+
+def test_twenty_runs_of_ten_thousand_points_are_drawn_downsampled(live_web, team_user, tmp_path_factory):
+    """The size of the compare benchmark (20 runs x 4 metrics x 10,000 points): every series
+    arrives downsampled (at most 1,500 points, each spike kept) and is drawn; the draw time and
+    the longest main-thread task are measured and printed (the numbers live in
+    ``manage.py bench_compare``; this test checks that the page copes)."""
+    import json
+
+    from django.db import connection
+    from playwright.sync_api import sync_playwright
+    from runs.models import Experiment, Run
+
+    alpha, user = team_user
+    exp = Experiment.objects.create(team=alpha, name="big")
+    runs = [Run.objects.create(experiment=exp, config={"model": "tiny", "rollout_policy": "seer" if i else "static-group"},
+                               state=Run.State.SUCCEEDED, created_by=user) for i in range(20)]
+    metrics = [THROUGHPUT, REWARD, "rollout/tail_time_s", "rollout/spec/accept_len"]
+    with connection.cursor() as cur:  # 800,000 points in one statement; a spike at step 7777 of each series
+        cur.execute("""INSERT INTO telemetry_metricpoint (run_id, name, step, value, wall_time)
+                       SELECT r, m, s, CASE WHEN s = 7777 THEN 1000 ELSE sin(s / 50.0 + r) END, now()
+                       FROM unnest(%s::bigint[]) r, unnest(%s::text[]) m, generate_series(0, 9999) s""",
+                    [[r.pk for r in runs], metrics])
+    query = f"runs={','.join(str(r.pk) for r in runs)}&metrics={','.join(metrics)}"
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    with sync_playwright() as pw:
+        browser = _launch(pw)
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        errors = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.add_init_script("""window.__longest = 0; new PerformanceObserver(l => l.getEntries().forEach(
+            e => { window.__longest = Math.max(window.__longest, e.duration); })).observe({type: 'longtask', buffered: true});""")
+        _login(page, live_web, f"/compare/?{query}")
+        page.wait_for_function("document.body.dataset.compareDrawn !== undefined", timeout=120_000)
+        per_chart = [int(page.get_attribute(f'.compare-chart[data-metric="{m}"]', "data-points")) for m in metrics]
+        assert all(20 * 2 <= n <= 20 * 1500 for n in per_chart), per_chart
+        assert int(page.evaluate("document.body.dataset.compareDrawn")) == sum(per_chart)
+        measured = {"draw_ms": page.evaluate("window.__compareDrawMs"), "longest_task_ms": page.evaluate("window.__longest"),
+                    "points_drawn": sum(per_chart)}
+        browser.close()
+    assert errors == []
+    import requests
+
+    token = requests.post(f"{live_web}/api/auth/token/", data={"username": "alice", "password": "pw-alpha-123"}).json()["token"]
+    doc = requests.get(f"{live_web}/api/compare/?{query}", headers={"Authorization": f"Token {token}"}).json()
+    assert all(1000.0 in one["y"] and 7777 in one["x"] for by_run in doc["series"].values() for one in by_run.values())
+    out = tmp_path_factory.mktemp("bench") / "compare-draw.json"
+    out.write_text(json.dumps(measured))
+    print(f"\ncompare page, 20 runs x 4 metrics x 10,000 points: {measured}")

@@ -71,3 +71,17 @@ def test_config_diff_keeps_only_differing_keys():
     diff = config_diff({1: {"a": 1, "b": 2}, 2: {"a": 1, "b": 3, "c": True}})
     assert diff["keys"] == ["b", "c"]
     assert diff["values"] == {1: {"b": 2, "c": None}, 2: {"b": 3, "c": True}}
+
+
+def test_reference_prefers_runs_with_data_and_reports_config_mismatch():
+    from compare.summary import reference_mismatch
+
+    configs = {5: {"rollout_policy": "static-group", "iterations": 2},
+               2: {"rollout_policy": "seer", "iterations": 2},
+               3: {"rollout_policy": "static-group", "iterations": 2}}
+    assert default_reference(configs) == 5
+    assert default_reference(configs, with_data={2, 3}) == 3  # 5 was cancelled before its first point
+    assert default_reference(configs, with_data=set()) == 5
+    assert reference_mismatch(configs, 3) == {}
+    configs[2] = {"rollout_policy": "seer", "iterations": 20, "prompts_per_iteration": 8}
+    assert reference_mismatch(configs, 3) == {2: ["iterations", "prompts_per_iteration"]}

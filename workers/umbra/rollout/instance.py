@@ -10,6 +10,16 @@ import time
 from typing import Any
 
 
+def _kv_block_tokens() -> int | None:
+    """KV cache block size. The prefix cache reuses whole blocks only, so a request's next
+    chunk recomputes the tokens of its last, partial block: vLLM's CPU default of 128 would
+    re-prefill ~64 tokens per chunk; 32 is the smallest its CPU attention kernel takes.
+    None (the engine's default, 16 on CUDA) elsewhere."""
+    from vllm.platforms import current_platform
+
+    return 32 if current_platform.is_cpu() else None
+
+
 class RolloutInstance:
     """A vLLM engine holding ``kv_cache_gib`` GiB of KV cache and at most
     ``max_num_seqs`` running sequences.
@@ -33,7 +43,7 @@ class RolloutInstance:
         args = AsyncEngineArgs(
             speculative_config=spec,
             model=model_path, dtype="float32", max_model_len=max_model_len, max_num_seqs=max_num_seqs,
-            seed=seed, enforce_eager=True, enable_prefix_caching=True,
+            seed=seed, enforce_eager=True, enable_prefix_caching=True, block_size=_kv_block_tokens(),
             # No partial prefills: vLLM rewinds a seeded request's generator after a
             # partial prefill, which the CPU generator cannot do ("does not use offset").
             enable_chunked_prefill=False, max_num_batched_tokens=max(max_model_len, 4096),
@@ -52,7 +62,8 @@ class RolloutInstance:
         ``prompt_token_ids + generated`` (the prefix cache reuses its KV when it ran here before).
 
         Returns ``{"tokens", "finish_reason" ("stop" at EOS, else "length"), "start_s",
-        "finish_s", "policy_version"}``; times are wall-clock seconds.
+        "finish_s", "policy_version", "prefill_tokens"}``; times are wall-clock seconds;
+        ``prefill_tokens`` counts context tokens computed, not served by the prefix cache.
         """
         from vllm import SamplingParams
 
@@ -65,8 +76,10 @@ class RolloutInstance:
                                               f"{request_id}-{len(generated)}-v{self.policy_version}"):
             final = out
         completion = final.outputs[0]
+        context = len(prompt_token_ids) + len(generated)
         return {"tokens": list(completion.token_ids), "finish_reason": completion.finish_reason or "length",
-                "start_s": start, "finish_s": time.time(), "policy_version": self.policy_version}
+                "start_s": start, "finish_s": time.time(), "policy_version": self.policy_version,
+                "prefill_tokens": context - min(context, final.num_cached_tokens or 0)}
 
     async def _refresh_drafts(self, group_id: int, prompt: list[int]) -> None:
         """Pull the group's new tokens from the draft server into the workers' replicas."""

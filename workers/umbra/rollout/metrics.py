@@ -77,6 +77,8 @@ def rollout_metrics(requests: list[Request], start_s: float, end_s: float, num_i
         "rollout/clip_ratio": sum(r.clipped for r in requests) / len(requests),
         "rollout/decode_tok_s": statistics.median(decode),
         "rollout/chunks": float(sum(len(r.chunks) for r in requests)),
+        # measured: context tokens recomputed by later chunks (partial KV blocks, migrations)
+        "rollout/reprefill_tokens": float(sum(c.get("prefill", 0) for r in requests for c in r.chunks[1:])),
         "rollout/instance_idle_frac": statistics.fmean(idle),
     }
     for i, frac in enumerate(idle):
@@ -88,9 +90,8 @@ def rollout_metrics(requests: list[Request], start_s: float, end_s: float, num_i
 
 
 def policy_counters(policy) -> dict[str, float]:
-    """Migrations and re-prefilled tokens counted by a chunking policy (0 for others)."""
-    return {"rollout/migrations": float(getattr(policy, "migrations", 0)),
-            "rollout/reprefill_tokens": float(getattr(policy, "reprefill_tokens", 0))}
+    """Migrations counted by a chunking policy (0 for others)."""
+    return {"rollout/migrations": float(getattr(policy, "migrations", 0))}
 
 
 def engine_metrics(before: list[dict], after: list[dict]) -> dict[str, float]:

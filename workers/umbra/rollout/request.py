@@ -43,15 +43,18 @@ class Request:
         return (self.seed * 1_000_003 + len(self.output_token_ids)) % (2**31 - 1)
 
     def add_chunk(self, instance: int, tokens: list[int], finish_reason: str, start_s: float,
-                  finish_s: float) -> None:
+                  finish_s: float, prefill_tokens: int = 0) -> None:
         """Append one chunk's tokens and timing; marks the request done at EOS or ``max_tokens``.
+        ``prefill_tokens``: context tokens the engine computed for this chunk (not served
+        from its prefix cache).
 
         Raises ValueError if the chunk would exceed ``max_tokens`` (a chunk-bound violation).
         """
         if len(tokens) > self.remaining:
             raise ValueError(f"{self.request_id}: chunk of {len(tokens)} tokens exceeds remaining {self.remaining}")
         self.output_token_ids.extend(tokens)
-        self.chunks.append({"instance": instance, "start_s": start_s, "finish_s": finish_s, "tokens": len(tokens)})
+        self.chunks.append({"instance": instance, "start_s": start_s, "finish_s": finish_s, "tokens": len(tokens),
+                            "prefill": prefill_tokens})
         if self.start_s is None:
             self.start_s = start_s
         self.instance = instance

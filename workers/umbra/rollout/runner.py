@@ -39,7 +39,8 @@ def run_rollout(policy, instances: list, groups: list[list[Request]], capacities
             r, inst = pending.pop(ref)
             out = ray.get(ref)
             r.policy_version = out["policy_version"]
-            r.add_chunk(inst, out["tokens"], out["finish_reason"], out["start_s"], out["finish_s"])
+            r.add_chunk(inst, out["tokens"], out["finish_reason"], out["start_s"], out["finish_s"],
+                        out.get("prefill_tokens", 0))
             if draft_server is not None:  # every response feeds its group's suffix structure
                 draft_server.append.remote(r.group_id, r.request_id, out["tokens"])
             policy.on_chunk_done(r, inst)

@@ -51,6 +51,9 @@ def run(args: argparse.Namespace) -> int:
         raise err.with_prefix("compare") from None
     console = make_console()
     console.print(compare_table(data))
+    for run, keys in (data.get("reference_mismatch") or {}).items():
+        console.print(f"note: run {run} differs from reference {data.get('reference')} in {', '.join(keys)} "
+                      "(its ratios compare more than the rollout policy)")
     if args.metrics is not None:
         finals = finals_table(data)
         console.print(finals if finals is not None else "No points of the requested metrics.")

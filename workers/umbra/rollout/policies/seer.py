@@ -20,7 +20,7 @@ class SeerPolicy(Policy):
     global buffer after each chunk; its next chunk stays on its last instance (prefix
     cache affinity) while that instance's in-flight count is within
     ``affinity_spread`` of the least loaded one, else it moves to the least loaded
-    instance (a migration that re-prefills prompt + generated tokens).
+    instance (a migration: the new instance re-prefills prompt + generated tokens).
 
     Context-aware scheduling (Alg. 2): the first request of each group is its
     speculative request, kept on a high-priority queue served shortest-generated-first;
@@ -47,7 +47,6 @@ class SeerPolicy(Policy):
         self.speculative = {g[0].request_id for g in groups if g} if self.context_aware else set()
         self.members = {g[0].group_id: g for g in groups if g}
         self.migrations = 0
-        self.reprefill_tokens = 0
         self.tick = 0      # dispatches so far (the anti-starvation clock)
         self.counter = 0   # heap entry serial: FIFO among equal keys, marks stale entries
         self.heap: list[tuple] = []
@@ -114,8 +113,7 @@ class SeerPolicy(Policy):
                 and self.running[last] - self.running[least] <= self.affinity_spread):
             return last
         if last is not None and least != last:
-            self.migrations += 1
-            self.reprefill_tokens += len(r.prompt_token_ids) + len(r.output_token_ids)
+            self.migrations += 1  # its context is re-prefilled there (measured by the instances)
         return least
 
     def next_dispatches(self) -> list[Dispatch]:
