@@ -15,6 +15,8 @@ export UMBRA_CELERY_QUEUE=${UMBRA_CELERY_QUEUE:-umbra$SUFFIX} UMBRA_CHANNEL_PREF
 # The local head listens on loopback only; set RAY_AUTH_MODE=token for a shared machine.
 export RAY_AUTH_MODE=${RAY_AUTH_MODE:-disabled}
 DATA=${DATA:-arith}
+# Runs submitted in the browser may name files of the demo data's folder.
+[ -f "$DATA" ] && export UMBRA_DATA_DIRS="${UMBRA_DATA_DIRS:+$UMBRA_DATA_DIRS:}$(dirname "$DATA")"
 MODEL=${MODEL:-smollm2}
 LOGS=var/log; mkdir -p $LOGS
 pids=()

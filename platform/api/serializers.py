@@ -4,6 +4,7 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from runs.models import Experiment, Run, RunEvent
+from runs.validators import printable_name
 from teams.models import Membership
 from telemetry.series import MAX_POINTS_LIMIT, X_AXES
 
@@ -27,7 +28,8 @@ class MemberSerializer(serializers.Serializer):
 class ExperimentSerializer(serializers.ModelSerializer):
     team = serializers.SlugRelatedField(slug_field="slug", read_only=True)
     runs = serializers.IntegerField(source="run_count", read_only=True)
-    tags = serializers.ListField(child=serializers.CharField(max_length=50), max_length=20, required=False)
+    tags = serializers.ListField(child=serializers.CharField(max_length=50, validators=[printable_name]),
+                                 max_length=20, required=False)
 
     class Meta:
         model = Experiment
@@ -37,10 +39,10 @@ class ExperimentSerializer(serializers.ModelSerializer):
 
 class ExperimentCreateSerializer(serializers.Serializer):
     team = serializers.SlugField(max_length=100)
-    name = serializers.CharField(max_length=200)
+    name = serializers.CharField(max_length=200, validators=[printable_name])
     description = serializers.CharField(max_length=5000, required=False, allow_blank=True, default="")
-    tags = serializers.ListField(child=serializers.CharField(max_length=50), max_length=20, required=False,
-                                 default=list)
+    tags = serializers.ListField(child=serializers.CharField(max_length=50, validators=[printable_name]),
+                                 max_length=20, required=False, default=list)
     visibility = serializers.ChoiceField(choices=Experiment.Visibility.choices, default=Experiment.Visibility.TEAM)
 
     def validate_name(self, value: str) -> str:
@@ -82,7 +84,7 @@ class RunSerializer(serializers.ModelSerializer):
 
 class RunCreateSerializer(serializers.Serializer):
     team = serializers.SlugField(max_length=100)
-    experiment = serializers.CharField(max_length=200)
+    experiment = serializers.CharField(max_length=200, validators=[printable_name])
     config = serializers.DictField(help_text="RunConfig fields; missing ones take their defaults")
 
     def validate_experiment(self, value: str) -> str:
@@ -102,10 +104,10 @@ class LogSerializer(serializers.Serializer):
 
 
 def _int_list(value: str, what: str) -> list[int]:
-    try:
-        ids = [int(v) for v in value.split(",") if v.strip()]
-    except ValueError:
-        raise serializers.ValidationError(f"{what} must be comma-separated integers") from None
+    parts = [v.strip() for v in value.split(",") if v.strip()]
+    if not all(p.isascii() and p.isdigit() and len(p) < 19 for p in parts):
+        raise serializers.ValidationError(f"{what} must be comma-separated integers")
+    ids = [int(p) for p in parts]
     if any(not 0 < i < 2**63 for i in ids):
         raise serializers.ValidationError(f"{what} must be positive")
     return ids

@@ -9,8 +9,10 @@ from compare.summary import COLUMNS, config_diff, default_reference, ratios, ref
 from runs.models import Run
 from runs.selectors import visible_runs
 from telemetry.series import series_of
+from telemetry.series_cache import run_versions
 
 MAX_RUNS = 50
+MAX_SERVED_POINTS = 300_000  # runs x metrics x max_points: bounds the answer's size and time
 DEFAULT_METRICS = ("rollout/throughput_tok_s", "rollout/tail_time_s", "reward/mean", "rollout/spec/accept_len")
 
 
@@ -45,14 +47,18 @@ def build_comparison(user, run_ids: list[int], metrics: list[str] | None = None,
     metrics = list(dict.fromkeys(metrics or DEFAULT_METRICS))
     if len(metrics) > 20:
         raise ValueError("give at most 20 metrics")
+    if len(runs) * len(metrics) * max_points > MAX_SERVED_POINTS:
+        raise ValueError(f"{len(runs)} runs x {len(metrics)} metrics x max_points {max_points} is more than "
+                         f"{MAX_SERVED_POINTS:,} points: lower max_points or compare fewer runs or metrics")
     configs = {r.pk: r.config for r in runs}
-    stats = run_stats(list(configs), sorted({m for m, _ in COLUMNS.values()}))
+    versions = run_versions(list(configs))
+    stats = run_stats(list(configs), sorted({m for m, _ in COLUMNS.values()}), versions=versions)
     if reference is None:
         reference = default_reference(configs, with_data=set(stats))
     elif reference not in configs:
         raise ValueError("reference must be one of the compared runs")
     rows = {r.pk: summary_row(stats.get(r.pk, {})) for r in runs}
-    series = series_of(list(configs), metrics, x=x, max_points=max_points)
+    series = series_of(list(configs), metrics, x=x, max_points=max_points, versions=versions)
     return {
         "x": x, "metrics": metrics, "reference": reference,
         "reference_mismatch": {str(k): v for k, v in reference_mismatch(configs, reference).items()},

@@ -7,7 +7,7 @@ import statistics
 from django.db import connection, transaction
 
 from telemetry.models import MetricPoint
-from telemetry.series import pg_session_for_aggregates
+from telemetry.series import pg_session_for_aggregates, run_aggregate
 from telemetry.series_cache import cached_per_run
 
 _PG_QUERY = """
@@ -18,14 +18,16 @@ GROUP BY run_id, name
 """
 
 
-def run_stats(run_ids: list[int], names: list[str], cached: bool = True) -> dict[int, dict[str, dict[str, float]]]:
+def run_stats(run_ids: list[int], names: list[str], cached: bool = True,
+              versions: dict[int, str] | None = None) -> dict[int, dict[str, dict[str, float]]]:
     """``{run_id: {metric: {"median", "last", "count"}}}`` over every stored point of
     ``names`` (``last`` = the value at the highest step). Runs without points are absent.
     ``cached``: reuse the statistics of runs without new points (``telemetry.series_cache``)."""
     out: dict[int, dict[str, dict[str, float]]] = {}
     if not run_ids or not names:
         return out
-    pairs = cached_per_run("stats", list(run_ids), list(names), _compute) if cached else _compute(run_ids, names)
+    pairs = cached_per_run("stats", list(run_ids), list(names), _compute, versions) if cached \
+        else _compute(run_ids, names)
     for (run_id, name), stats in pairs.items():
         out.setdefault(run_id, {})[name] = stats
     return out
@@ -35,8 +37,7 @@ def _compute(run_ids: list[int], names: list[str]) -> dict[tuple[int, str], dict
     if connection.vendor == "postgresql":
         with transaction.atomic(), connection.cursor() as cur:
             pg_session_for_aggregates(cur)
-            cur.execute(_PG_QUERY, {"runs": list(run_ids), "names": list(names)})
-            rows = cur.fetchall()
+            rows = run_aggregate(cur, _PG_QUERY, {"runs": list(run_ids), "names": list(names)})
     else:
         values: dict[tuple[int, str], list[float]] = {}
         for run_id, name, value in MetricPoint.objects.filter(run_id__in=run_ids, name__in=names).order_by(

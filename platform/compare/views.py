@@ -22,7 +22,7 @@ POLICIES = typing.get_args(RolloutPolicy)
 def _selected_ids(request) -> list[int]:
     ids: list[int] = []
     for raw in request.GET.getlist("runs"):
-        ids += [int(v) for v in raw.split(",") if v.strip().isdigit() and len(v.strip()) < 18]
+        ids += [int(v) for v in raw.split(",") if v.strip().isascii() and v.strip().isdigit() and len(v.strip()) < 18]
     return list(dict.fromkeys(ids))
 
 

@@ -2,30 +2,64 @@
 the ``RunConfig`` schema plus the platform's own rule (allowed Ray clusters)."""
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 from pydantic import ValidationError
 
 from umbra.config import RunConfig
+from umbra.data.registry import NAMED_DATASETS
+from umbra.models.registry import NAMED_MODELS
 
 CLUSTER_ERROR = ("not an allowed Ray cluster; leave empty for the default "
                  "(operators list others in UMBRA_ALLOWED_CLUSTERS)")
 
 
-def check_config(values: dict[str, Any]) -> tuple[RunConfig | None, dict[str, list[str]]]:
+def _path_roots(field: str) -> list[Path]:
+    if field == "dataset":
+        return [Path(settings.MEDIA_ROOT) / "datasets", *map(Path, settings.UMBRA_DATA_DIRS)]
+    return [Path(settings.UMBRA_MODEL_DIR), *map(Path, settings.UMBRA_MODEL_DIRS)]
+
+
+def _outside_roots(field: str, value: Any) -> str | None:
+    """Why a ``model``/``dataset`` path may not be used, or None. Paths must lie under
+    the operator's folders: otherwise members could make the server open (and report on)
+    any file it can read."""
+    named = NAMED_DATASETS if field == "dataset" else NAMED_MODELS
+    if not isinstance(value, str) or not value or value in named:
+        return None
+    roots = _path_roots(field)
+    try:
+        resolved = Path(value).resolve()
+    except (OSError, ValueError):
+        resolved = None
+    if resolved is not None and any(resolved.is_relative_to(r.resolve()) for r in roots):
+        return None
+    env = "UMBRA_DATA_DIRS" if field == "dataset" else "UMBRA_MODEL_DIRS"
+    return (f"unknown {field} '{value[:200]}': use {' or '.join(repr(n) for n in named)}, or a path under "
+            f"{', '.join(map(str, roots))} (operators add folders with {env})")
+
+
+def check_config(values: dict[str, Any], strict: bool = False) -> tuple[RunConfig | None, dict[str, list[str]]]:
     """Validate ``values`` (RunConfig fields; missing ones take defaults).
 
-    Returns ``(config, {})`` when valid, else ``(None, {field: [message, ...]})``; the
-    field ``"__all__"`` holds errors not tied to one field (e.g. unknown keys are
-    reported under their own name).
+    ``strict``: types must match exactly (JSON from the API: ``"5"`` is not an integer);
+    form fields arrive as text and are converted. Returns ``(config, {})`` when valid,
+    else ``(None, {field: [message, ...]})``; the field ``"__all__"`` holds errors not
+    tied to one field (unknown keys are reported under their own name).
     """
     errors: dict[str, list[str]] = {}
     cluster = values.get("cluster", "")
     if cluster and cluster not in settings.UMBRA_ALLOWED_CLUSTERS:
         errors.setdefault("cluster", []).append(CLUSTER_ERROR)
+    for field in ("dataset", "model"):
+        reason = _outside_roots(field, values.get(field))
+        if reason:
+            errors.setdefault(field, []).append(reason)
+            values = {**values, field: RunConfig.model_fields[field].default}  # never opened
     try:
-        config = RunConfig.model_validate(values)
+        config = RunConfig.model_validate(values, strict=strict)
     except ValidationError as exc:
         for err in exc.errors():
             field = str(err["loc"][0]) if err["loc"] else "__all__"

@@ -48,7 +48,7 @@ class RunFilter(django_filters.FilterSet):
 
     def filter_experiment(self, queryset, name, value):
         q = Q(experiment__name=value)
-        if value.isdigit() and len(value) < 18:
+        if value.isascii() and value.isdigit() and len(value) < 18:
             q |= Q(experiment_id=int(value))
         return queryset.filter(q)
 

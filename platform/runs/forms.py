@@ -10,6 +10,7 @@ from django import forms
 from django.conf import settings
 
 from runs.config_check import check_config
+from runs.validators import printable_name
 from umbra.config import RunConfig
 from umbra.data.gsm8k import DatasetError, parse_lines
 
@@ -31,7 +32,7 @@ def _field_for(name: str, info) -> forms.Field:
 class RunForm(forms.Form):
     """Experiment name, optional dataset upload, then every RunConfig field."""
 
-    experiment = forms.CharField(max_length=200, initial="demo")
+    experiment = forms.CharField(max_length=200, initial="demo", validators=[printable_name])
     dataset_file = forms.FileField(required=False, help_text="GSM8K-style JSONL; overrides 'dataset'")
 
     def __init__(self, *args, **kwargs):

@@ -1,27 +1,47 @@
 """WebSocket consumer: a dashboard subscribes to one run's live messages."""
 from __future__ import annotations
 
+from importlib import import_module
+
+from channels.auth import get_user
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from django.conf import settings
 
 from runs.selectors import visible_runs
 from telemetry.broadcast import group_name
 
+GONE = 4404  # close code: the run does not exist for this user (any more)
+
 
 class RunConsumer(AsyncJsonWebsocketConsumer):
     """``/ws/runs/<id>/``: joins group ``run-<id>`` if the user may see the run;
-    otherwise refuses the handshake (HTTP 403; the run does not exist for them)."""
+    otherwise refuses the handshake (close code 4404: the run does not exist for them).
+
+    Access is checked again before every message it forwards, against the session as
+    stored now: a user who logged out, left the team, or whose run became team-only
+    is disconnected instead of receiving the run's data.
+    """
 
     async def connect(self):
         self.run_id = int(self.scope["url_route"]["kwargs"]["run_id"])
-        user = self.scope.get("user")
-        allowed = user is not None and await database_sync_to_async(
-            lambda: visible_runs(user).filter(pk=self.run_id).exists())()
-        if not allowed:
-            await self.close(code=4404)
+        if not await self._allowed(self.scope.get("user")):
+            await self.close(code=GONE)
             return
         await self.channel_layer.group_add(group_name(self.run_id), self.channel_name)
         await self.accept()
+
+    async def _allowed(self, user) -> bool:
+        return user is not None and await database_sync_to_async(
+            lambda: visible_runs(user).filter(pk=self.run_id).exists())()
+
+    async def _still_allowed(self) -> bool:
+        if "session" in self.scope:  # a browser connection: who the stored session belongs to now
+            store = import_module(settings.SESSION_ENGINE).SessionStore
+            user = await get_user({"session": store(session_key=self.scope["session"].session_key)})
+        else:
+            user = self.scope.get("user")
+        return await self._allowed(user)
 
     async def disconnect(self, code):
         if hasattr(self, "run_id"):
@@ -31,6 +51,10 @@ class RunConsumer(AsyncJsonWebsocketConsumer):
         """Dashboards only listen; anything they send (JSON or not) is ignored."""
 
     async def run_message(self, event):
+        if not await self._still_allowed():
+            await self.channel_layer.group_discard(group_name(self.run_id), self.channel_name)
+            await self.close(code=GONE)
+            return
         await self.send_json(event["message"])
 
 

@@ -2,19 +2,21 @@
 from __future__ import annotations
 
 from runs.models import Run
-from telemetry.models import IterationTrace, MetricPoint
+from telemetry.models import IterationTrace
+from telemetry.series import metric_names, series_of
+from telemetry.services import trace_for_browser
+
+DASHBOARD_MAX_POINTS = 1500
 
 
 def series_for(run: Run) -> dict[str, list[list[float]]]:
-    """``{metric name: [[step, value], ...]}`` sorted by step."""
-    series: dict[str, list[list[float]]] = {}
-    for name, step, value in MetricPoint.objects.filter(run=run).order_by("name", "step").values_list(
-            "name", "step", "value"):
-        series.setdefault(name, []).append([step, value])
-    return series
+    """``{metric name: [[step, value], ...]}`` sorted by step, each series downsampled to
+    at most 1,500 points (min/max buckets) so long runs load fast."""
+    by_name = series_of([run.pk], metric_names([run.pk]), max_points=DASHBOARD_MAX_POINTS)
+    return {name: [[x, y] for x, y in zip(s[run.pk]["x"], s[run.pk]["y"])] for name, s in by_name.items()}
 
 
 def latest_trace(run: Run) -> dict | None:
-    """The newest iteration's request trace, or None."""
+    """The newest iteration's request trace as a dashboard gets it, or None."""
     trace = IterationTrace.objects.filter(run=run).order_by("-iteration").first()
-    return {"iteration": trace.iteration, "requests": trace.requests} if trace else None
+    return trace_for_browser({"iteration": trace.iteration, "requests": trace.requests}) if trace else None

@@ -8,7 +8,7 @@ with its step and time, no sort); elsewhere the reference function runs in Pytho
 """
 from __future__ import annotations
 
-from django.db import connection, transaction
+from django.db import OperationalError, connection, transaction
 from django.db.models import Min
 
 from telemetry.downsample import Point, min_max_buckets
@@ -33,20 +33,40 @@ GROUP BY p.run_id, p.name,
 """
 
 
+AGGREGATE_TIMEOUT_S = 20
+
+
+class QueryTooSlow(RuntimeError):
+    """A metric aggregate ran past ``AGGREGATE_TIMEOUT_S`` and was cancelled."""
+
+
 def pg_session_for_aggregates(cur) -> None:
     """Planner settings for one big aggregate in this transaction: hash aggregation in
-    memory instead of external sorts, and no JIT (its compile time exceeds the query's)."""
+    memory instead of external sorts, no JIT (its compile time exceeds the query's), and
+    a statement timeout so that an oversized request cannot hold the database."""
     cur.execute("SET LOCAL work_mem = '64MB'")
     cur.execute("SET LOCAL jit = off")
+    cur.execute(f"SET LOCAL statement_timeout = '{AGGREGATE_TIMEOUT_S}s'")
+
+
+def run_aggregate(cur, sql: str, params: dict) -> list[tuple]:
+    """Execute ``sql`` and fetch its rows; raises QueryTooSlow when the timeout cancels it."""
+    try:
+        cur.execute(sql, params)
+        return cur.fetchall()
+    except OperationalError as exc:
+        if "statement timeout" in str(exc):
+            raise QueryTooSlow(f"the metric query took more than {AGGREGATE_TIMEOUT_S} s; "
+                               "compare fewer runs or metrics") from None
+        raise
 
 
 def _pg_points(run_ids: list[int], names: list[str], max_points: int) -> dict[tuple[int, str], list[Point]]:
     out: dict[tuple[int, str], dict[int, Point]] = {}
     with transaction.atomic(), connection.cursor() as cur:
         pg_session_for_aggregates(cur)
-        cur.execute(_PG_QUERY, {"runs": run_ids, "names": names, "max_points": max_points,
-                                "buckets": max_points // 2})
-        rows = cur.fetchall()
+        rows = run_aggregate(cur, _PG_QUERY, {"runs": run_ids, "names": names, "max_points": max_points,
+                                              "buckets": max_points // 2})
     for run_id, name, lo, hi in rows:
         kept = out.setdefault((run_id, name), {})
         for value, step, wall in (lo, hi):
@@ -68,12 +88,13 @@ def metric_names(run_ids: list[int]) -> list[str]:
 
 
 def series_of(run_ids: list[int], names: list[str], x: str = "step", max_points: int = 1500,
-              cached: bool = True) -> dict[str, dict[int, dict[str, list[float]]]]:
+              cached: bool = True, versions: dict[int, str] | None = None
+              ) -> dict[str, dict[int, dict[str, list[float]]]]:
     """Downsampled series of ``names`` for ``run_ids``.
 
     ``x``: ``step`` (iteration), ``wall`` (Unix seconds) or ``relative`` (seconds since the
     run's first stored point). ``cached``: reuse downsampled series of unchanged runs
-    (``telemetry.series_cache``). Returns ``{name: {run_id: {"x": [...], "y": [...]}}}`` sorted
+    (``telemetry.series_cache``; ``versions`` as from ``run_versions``). Returns ``{name: {run_id: {"x": [...], "y": [...]}}}`` sorted
     by step; a run without points of a metric is absent under it.
     Raises ValueError for an unknown ``x`` or ``max_points`` outside 2..5000.
     """
@@ -88,7 +109,7 @@ def series_of(run_ids: list[int], names: list[str], x: str = "step", max_points:
         return {key: tuple(map(list, zip(*pts))) for key, pts in found.items()}
 
     if cached:
-        points = cached_per_run(f"series-{max_points}", list(run_ids), list(names), fetch)
+        points = cached_per_run(f"series-{max_points}", list(run_ids), list(names), fetch, versions)
     else:
         points = fetch(list(run_ids), list(names))
     origin = {}

@@ -7,7 +7,7 @@ import hashlib
 from typing import Callable, Hashable, TypeVar
 
 from django.core.cache import cache
-from django.db import connection, transaction
+from django.db import connection
 from django.db.models import OuterRef, Subquery
 
 from runs.models import Run
@@ -18,21 +18,18 @@ _ABSENT = "absent"  # cached marker: the run has no such data
 
 
 _PG_NEWEST = """
-SELECT r.id, m.id, m.wall_time FROM unnest(%(runs)s::bigint[]) AS r(id)
-CROSS JOIN LATERAL (SELECT id, wall_time FROM telemetry_metricpoint WHERE run_id = r.id
-                    ORDER BY run_id DESC, id DESC LIMIT 1) AS m
+SELECT p.run_id, p.id, p.wall_time FROM telemetry_metricpoint p
+WHERE p.id IN (SELECT (SELECT max(m.id) FROM telemetry_metricpoint m WHERE m.run_id = r.id)
+               FROM unnest(%(runs)s::bigint[]) AS r(id))
 """
 
 
 def run_versions(run_ids: list[int]) -> dict[int, str]:
     """``{run_id: version}`` for runs with points: the newest point's id and time (the time
-    keeps versions unique when a database is recreated and ids start over)."""
+    keeps versions unique when a database is recreated and ids start over). On PostgreSQL
+    ``max(id)`` per run is one probe of the (run, id) index whatever the table holds."""
     if connection.vendor == "postgresql":
-        with transaction.atomic(), connection.cursor() as cur:
-            # One probe of the (run, id) index per run, even when statistics are stale
-            # (right after a bulk insert the planner would otherwise sort every point).
-            cur.execute("SET LOCAL enable_bitmapscan = off")
-            cur.execute("SET LOCAL enable_sort = off")
+        with connection.cursor() as cur:
             cur.execute(_PG_NEWEST, {"runs": list(run_ids)})
             rows = cur.fetchall()
     else:
@@ -44,12 +41,13 @@ def run_versions(run_ids: list[int]) -> dict[int, str]:
 
 
 def cached_per_run(kind: str, run_ids: list[int], parts: list[Hashable],
-                   compute: Callable[[list[int], list[Hashable]], dict[tuple[int, Hashable], T]]
-                   ) -> dict[tuple[int, Hashable], T]:
+                   compute: Callable[[list[int], list[Hashable]], dict[tuple[int, Hashable], T]],
+                   versions: dict[int, str] | None = None) -> dict[tuple[int, Hashable], T]:
     """``{(run_id, part): value}`` for every pair that has data, from the cache where the
     run's version is cached, else from ``compute(runs, parts)`` (called once, for the runs
-    and parts that missed) whose answers, and absences, are then cached."""
-    versions = run_versions(run_ids)
+    and parts that missed) whose answers, and absences, are then cached. ``versions``:
+    ``run_versions(run_ids)`` when the caller already has it."""
+    versions = run_versions(run_ids) if versions is None else versions
     keys = {(r, p): f"{kind}:{r}:{versions[r]}:{hashlib.sha1(repr(p).encode()).hexdigest()}"
             for r in run_ids if r in versions for p in parts}
     found = cache.get_many(list(keys.values()))

@@ -34,15 +34,16 @@ def ingest(run: Run, batch: BatchIn) -> bool:
         raise
     broadcast(run.pk, {"type": "metrics", "points": [p.model_dump() for p in batch.points]})
     if batch.trace is not None:
-        broadcast(run.pk, {"type": "trace", **_for_socket(batch.trace.model_dump())})
+        broadcast(run.pk, {"type": "trace", **trace_for_browser(batch.trace.model_dump())})
     return True
 
 
 MAX_PUSHED_ROWS = 2000  # keeps a trace message far below daphne's 1 MiB WebSocket frame limit
 
 
-def _for_socket(trace: dict) -> dict:
-    """The trace as pushed live: every k-th request when it is large (the stored trace is whole)."""
+def trace_for_browser(trace: dict) -> dict:
+    """The trace as sent to a dashboard (pushed live or fetched): every k-th request when it
+    is large, at most 50 chunks each (the stored trace is whole)."""
     rows = trace["requests"]
     if len(rows) > MAX_PUSHED_ROWS:
         step = -(-len(rows) // MAX_PUSHED_ROWS)

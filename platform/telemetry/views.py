@@ -16,7 +16,7 @@ from telemetry.services import ingest
 
 
 def _error(status: int, message: str) -> JsonResponse:
-    return JsonResponse({"error": message}, status=status)
+    return JsonResponse({"detail": message}, status=status)
 
 
 def _token_ok(run: Run, header: str) -> bool:

@@ -44,6 +44,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "umbra_site.middleware.RejectNulBytes",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -99,6 +100,9 @@ UMBRA_ALLOWED_CLUSTERS = [a for a in os.environ.get("UMBRA_ALLOWED_CLUSTERS", ""
 UMBRA_PLATFORM_URL = os.environ.get("UMBRA_PLATFORM_URL", "http://127.0.0.1:8000")
 UMBRA_MODEL_DIR = os.environ.get("UMBRA_MODEL_DIR", str(VAR_DIR / "models"))
 os.environ.setdefault("UMBRA_MODEL_DIR", UMBRA_MODEL_DIR)
+# Folders whose files runs may name as `dataset` / `model` (besides uploads and UMBRA_MODEL_DIR).
+UMBRA_DATA_DIRS = [d for d in os.environ.get("UMBRA_DATA_DIRS", "").split(os.pathsep) if d]
+UMBRA_MODEL_DIRS = [d for d in os.environ.get("UMBRA_MODEL_DIRS", "").split(os.pathsep) if d]
 # Seconds between two polls of a Ray job's status by the follow task.
 UMBRA_FOLLOW_INTERVAL_S = float(os.environ.get("UMBRA_FOLLOW_INTERVAL_S", "2"))
 
@@ -123,6 +127,12 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer",
                                  "rest_framework.renderers.BrowsableAPIRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["api.parsers.BoundedJSONParser", "rest_framework.parsers.FormParser",
+                               "rest_framework.parsers.MultiPartParser"],
+    "EXCEPTION_HANDLER": "api.exceptions.api_exception_handler",
+    # Client addresses (login throttling) come from the socket, never from X-Forwarded-For,
+    # unless the operator says how many proxies sit in front.
+    "NUM_PROXIES": int(os.environ.get("UMBRA_NUM_PROXIES", "0")),
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Umbra API",

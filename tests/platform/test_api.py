@@ -156,3 +156,57 @@ def test_token_login(client, django_user_model):
     token = client.post("/api/auth/token/", {"username": "carol", "password": "pw-carol-123"}).json()["token"]
     me = client.get("/api/me/", HTTP_AUTHORIZATION=f"Token {token}")
     assert me.status_code == 200 and me.json() == {"username": "carol", "teams": []}
+
+
+def test_api_config_types_are_strict_and_paths_confined(api):
+    resp = api.post("/api/runs/", {"team": "alpha", "experiment": "e", "config": {
+        "iterations": True, "max_tokens": "64", "seer_divided": "no", "dataset": "/etc/passwd"}}, format="json")
+    assert resp.status_code == 400
+    errors = resp.json()["config"]
+    assert set(errors) == {"iterations", "max_tokens", "seer_divided", "dataset"}
+    assert "or a path under" in errors["dataset"][0] and "JSON" not in errors["dataset"][0]
+    assert Run.objects.count() == 0
+
+
+@pytest.mark.parametrize("method,path,body", [
+    ("post", "/api/runs/", "[" * 100_000 + "]" * 100_000),
+    ("post", "/api/experiments/", "[" * 100_000 + "]" * 100_000),
+    ("post", "/api/runs/", '{"team": "alpha", "experiment": "x", "config": {"a": "' + "x" * 9_000_000 + '"}}'),
+])
+def test_hostile_bodies_get_json_400(api, method, path, body):
+    resp = getattr(api, method)(path, body, content_type="application/json")
+    assert resp.status_code == 400 and "detail" in resp.json()
+
+
+@pytest.mark.parametrize("url", ["/api/runs/?experiment=%C2%B2", "/compare/?experiment=%C2%B2", "/compare/?runs=%C2%B2",
+                                 "/api/compare/?runs=%C2%B9", "/api/teams/alpha/members/%00/", "/api/runs/?search=%00"])
+def test_odd_characters_are_never_server_errors(api, url):
+    """Unicode digits are names, not ids (an empty match); NUL is refused."""
+    from django.test import Client
+
+    client = Client()
+    client.force_login(api.user)
+    resp = client.get(url) if "members" not in url else api.delete(url)
+    assert resp.status_code < 500, (url, resp.status_code)
+    if "%00" in url:
+        assert resp.status_code == 400
+
+
+def test_control_characters_in_names_and_formula_cells(api):
+    bad = api.post("/api/runs/", {"team": "alpha", "experiment": "x\x1b[31mred", "config": {}}, format="json")
+    assert bad.status_code == 400 and "control characters" in bad.json()["experiment"][0]
+    run = _run(api.team, experiment='=HYPERLINK("http://evil.example","x")')
+    rows = list(csv.reader(io.StringIO(api.get(f"/api/compare/summary.csv?runs={run.pk}").content.decode())))
+    assert rows[1][2].startswith("'=")
+
+
+def test_compare_answer_size_is_bounded(api):
+    runs = [_run(api.team, experiment=f"e{i}") for i in range(50)]
+    resp = api.get(f"/api/compare/?runs={','.join(str(r.pk) for r in runs)}&max_points=5000&metrics=a,b")
+    assert resp.status_code == 400 and "lower max_points" in resp.json()["detail"]
+
+
+def test_login_page_throttles_failed_attempts(client, django_user_model):
+    django_user_model.objects.create_user("dora", password="pw-dora-123")
+    codes = [client.post("/accounts/login/", {"username": "dora", "password": "wrong"}).status_code for _ in range(21)]
+    assert codes[:20] == [200] * 20 and codes[20] == 429

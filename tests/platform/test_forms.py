@@ -19,10 +19,12 @@ def _post(client, team, **changes):
 @pytest.mark.parametrize("field,value,msg", [
     ("group_size", "1", "greater than or equal to 2"),
     ("max_tokens", "5000", "exceeds what model"),
-    ("dataset", "/no/such.jsonl", "unknown dataset"),
+    ("dataset", "/no/such.jsonl", "or a path under"),
+    ("dataset", "/etc/passwd", "or a path under"),
     ("temperature", "hot", "valid number"),
     ("prompts_per_iteration", "abc", "valid integer"),
-    ("model", "not-a-model", "unknown model"),
+    ("model", "not-a-model", "or a path under"),
+    ("model", "/etc", "or a path under"),
 ])
 def test_invalid_field_gets_field_error_and_stores_nothing(client, team_user, field, value, msg):
     team, user = team_user

@@ -51,7 +51,7 @@ def test_bad_token_is_refused(client, run_token, token, status):
 def test_malformed_batch_gets_400_with_message(client, run_token, body):
     run, token = run_token
     resp = _post(client, run.pk, body, token)
-    assert resp.status_code == 400 and resp.json()["error"]
+    assert resp.status_code == 400 and resp.json()["detail"]
     assert MetricPoint.objects.count() == 0 and MetricBatch.objects.count() == 0
 
 
@@ -77,5 +77,5 @@ def test_token_expires_with_the_run_and_unknown_run_is_404(client, run_token):
 def test_hostile_bodies_get_400_and_store_nothing(client, run_token, raw):
     run, token = run_token
     resp = _post(client, run.pk, raw, token)
-    assert resp.status_code == 400 and resp.json()["error"]
+    assert resp.status_code == 400 and resp.json()["detail"]
     assert MetricBatch.objects.count() == 0 and MetricPoint.objects.count() == 0

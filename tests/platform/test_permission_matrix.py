@@ -177,3 +177,48 @@ def test_websocket(world, role, org, accepted):
 
     ok, code = async_to_sync(connect)()
     assert ok is accepted and (accepted or code == 4404)
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("revoke", ["membership", "visibility", "logout"])
+def test_websocket_is_dropped_when_access_ends(world, revoke):
+    """An open dashboard socket stops receiving a run's data once its user may no longer
+    see the run: removed from the team, the experiment made team-only, or logged out."""
+    from importlib import import_module
+
+    from django.conf import settings
+    from django.test import Client
+
+    from telemetry.broadcast import broadcast
+    from umbra_site.asgi import application
+
+    if revoke == "visibility":  # another team's member reads it while it is organization-wide
+        Experiment.objects.filter(pk=world["exp"].pk).update(visibility=Experiment.Visibility.ORG)
+    user = world["users"]["other" if revoke == "visibility" else "viewer"]
+    client = Client()
+    client.force_login(user)
+    session = import_module(settings.SESSION_ENGINE).SessionStore(session_key=client.session.session_key)
+    run_id = world["run"].pk
+
+    async def scenario():
+        comm = WebsocketCommunicator(application, f"/ws/runs/{run_id}/", headers=[(b"origin", b"http://testserver")])
+        comm.scope["user"], comm.scope["session"] = user, session
+        ok, _ = await comm.connect()
+        await sync(broadcast)(run_id, {"type": "metrics", "points": [{"name": "x", "step": 0, "value": 1.0}]})
+        first = await comm.receive_json_from(timeout=5)
+        if revoke == "membership":
+            await sync(Membership.objects.filter(user=user).delete)()
+        elif revoke == "visibility":
+            await sync(Experiment.objects.filter(pk=world["exp"].pk).update)(visibility=Experiment.Visibility.TEAM)
+        else:
+            await sync(client.logout)()
+        await sync(broadcast)(run_id, {"type": "metrics", "points": [{"name": "x", "step": 1, "value": 2.0}]})
+        closed = await comm.receive_output(timeout=5)
+        await comm.disconnect()
+        return ok, first["points"][0]["step"], closed
+
+    from asgiref.sync import sync_to_async as sync
+
+    ok, step, closed = async_to_sync(scenario)()
+    assert ok and step == 0
+    assert closed == {"type": "websocket.close", "code": 4404}

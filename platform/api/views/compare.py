@@ -17,7 +17,10 @@ from compare.summary import COLUMNS
 
 
 def _comparison(request) -> dict:
-    q = CompareQuerySerializer(data=request.query_params)
+    params = request.query_params.dict()
+    if len(request.query_params.getlist("runs")) > 1:  # runs=1&runs=2 means runs=1,2, as on the page
+        params["runs"] = ",".join(request.query_params.getlist("runs"))
+    q = CompareQuerySerializer(data=params)
     q.is_valid(raise_exception=True)
     v = q.validated_data
     try:
@@ -27,9 +30,16 @@ def _comparison(request) -> dict:
         raise ParseError(str(exc)) from None
 
 
+def _cell(value):
+    """A CSV cell that a spreadsheet will not run: text starting like a formula gets a quote."""
+    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
+        return "'" + value
+    return value
+
+
 def _csv(rows: list[list], filename: str) -> HttpResponse:
     buf = io.StringIO()
-    csv.writer(buf).writerows(rows)
+    csv.writer(buf).writerows([[_cell(v) for v in row] for row in rows])
     resp = HttpResponse(buf.getvalue(), content_type="text/csv; charset=utf-8")
     resp["Content-Disposition"] = f'attachment; filename="{filename}"'
     return resp
@@ -54,7 +64,7 @@ class CompareSummaryCsvView(APIView):
             header += [column, f"{column}_ratio"]
         rows = [header]
         for r in doc["runs"]:
-            row = [r["id"], r["team"], r["experiment"], r["policy"], r["state"], r["id"] == doc["reference"]]
+            row = [r["id"], r["team"], r["experiment"], r["policy"], r["state"], "yes" if r["id"] == doc["reference"] else ""]
             for column in COLUMNS:
                 row += [r["summary"][column], r["ratios"][column]]
             rows.append(["" if v is None else v for v in row])

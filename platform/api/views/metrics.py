@@ -18,6 +18,15 @@ _XY = inline_serializer("XY", {"x": serializers.ListField(child=serializers.Floa
 
 
 class RunMetricsView(APIView):
+    def initialize_request(self, request, *args, **kwargs):
+        self._ingesting = request.method == "POST"
+        return super().initialize_request(request, *args, **kwargs)
+
+    def get_authenticators(self):
+        if getattr(self, "_ingesting", False):
+            return []  # a Ray job, not a user: no session (nor its CSRF check), only the run's token
+        return super().get_authenticators()
+
     def get_permissions(self):
         if self.request.method == "POST":
             return [AllowAny()]  # the per-run ingestion token is checked by the ingestion view

@@ -55,7 +55,7 @@ class RunListView(generics.ListAPIView):
         team, member = team_for_member(request.user, v["team"])
         if not member.can_submit():
             raise PermissionDenied("viewers cannot submit runs")
-        config, errors = check_config(v["config"])
+        config, errors = check_config(v["config"], strict=True)
         if errors:
             raise ValidationError({"config": errors})
         run = create_run(request.user, team, v["experiment"], config)

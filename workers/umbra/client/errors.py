@@ -32,8 +32,14 @@ class CliError(Exception):
     def lines(self) -> list[str]:
         """The ``umbra: ...`` lines to print on stderr: one per field error, else one."""
         if self.fields:
-            return [f"umbra: {f}: {m}" if f else f"umbra: {m}" for f, m in self.fields]
+            shown = [f"umbra: {f}: {m}" if f else f"umbra: {m}" for f, m in self.fields[:MAX_FIELD_LINES]]
+            if len(self.fields) > MAX_FIELD_LINES:
+                shown.append(f"umbra: ... and {len(self.fields) - MAX_FIELD_LINES} more errors")
+            return shown
         return [f"umbra: {' '.join(self.message.split())}"]
+
+
+MAX_FIELD_LINES = 50
 
 
 class UsageError(CliError):

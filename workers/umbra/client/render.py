@@ -9,6 +9,7 @@ import json
 import math
 import os
 import sys
+import unicodedata
 from datetime import datetime
 
 from rich.console import Console
@@ -33,9 +34,15 @@ def make_console(file=None) -> Console:
     return Console(file=file, width=width, highlight=False, soft_wrap=False)
 
 
+def printable(value: str) -> str:
+    """``value`` with control characters (terminal escapes, newlines) shown as ``?``:
+    names come from other users and must not drive this terminal."""
+    return "".join("?" if unicodedata.category(c) in ("Cc", "Cf") else c for c in value)
+
+
 def text(value, style: str = "") -> Text:
-    """``value`` as a rich ``Text`` (no markup); None becomes ``–``."""
-    return Text(MISSING if value is None else str(value), style=style)
+    """``value`` as a rich ``Text`` (no markup, no control characters); None becomes ``–``."""
+    return Text(MISSING if value is None else printable(str(value)), style=style)
 
 
 def fmt_number(value) -> str:

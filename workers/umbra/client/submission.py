@@ -54,6 +54,8 @@ def load_submission(path: str, team: str | None = None, experiment: str | None =
         raise UsageError(f"{path}: cannot read ({exc})") from None
     try:
         data = yaml.safe_load(text)
+    except RecursionError:
+        raise UsageError(f"{path}: invalid YAML: nested too deeply") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
@@ -64,6 +66,9 @@ def load_submission(path: str, team: str | None = None, experiment: str | None =
     if not isinstance(data, dict):
         raise UsageError(f"{path}: expected a mapping of RunConfig fields, got {type(data).__name__}")
     data = {str(k): v for k, v in data.items()}
+    for key, value in data.items():  # a run config holds plain scalars only (no !!binary, dates, lists)
+        if not (value is None or isinstance(value, (str, int, float, bool))):
+            raise UsageError(f"{path}: {key}: expected a number, string or true/false, got {type(value).__name__}")
     file_team = _name(data.pop("team", None), "team", path)
     file_experiment = _name(data.pop("experiment", None), "experiment", path)
     return Submission(team=team or file_team, experiment=experiment or file_experiment, config=data)

@@ -8,7 +8,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from umbra.client.api import ApiClient, ApiError
 from umbra.client.errors import CliError, UsageError
-from umbra.client.render import fmt_number, make_console
+from umbra.client.render import fmt_number, make_console, printable
 from umbra.client.session import connect
 
 # (metric, label, unit) shown next to the bar.
@@ -27,7 +27,18 @@ def add_parser(sub) -> None:
     p = sub.add_parser("follow", help="follow a run's progress until it ends",
                        description="Exits 0 when the run succeeds, 1 when it fails or is cancelled.")
     p.add_argument("run", type=run_id, help="run id")
-    p.add_argument("--interval", type=float, default=2.0, help="seconds between polls (default 2)")
+    p.add_argument("--interval", type=_interval, default=2.0, help="seconds between polls, 0.2 to 3600 (default 2)")
+
+
+def _interval(value: str) -> float:
+    """``--interval``: seconds between polls; argparse reports anything outside 0.2..3600."""
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {value!r}") from None
+    if not 0.2 <= seconds <= 3600:
+        raise argparse.ArgumentTypeError("must be between 0.2 and 3600 seconds")
+    return seconds
 
 
 def latest_values(answer: dict) -> dict[str, float | None]:
@@ -59,7 +70,7 @@ def last_reason(client: ApiClient, run: int) -> str:
         return ""
     if isinstance(events, dict):  # tolerate a paginated answer
         events = events.get("results") or []
-    reason = " ".join(str(events[-1].get("reason") or "").split()) if events else ""
+    reason = printable(" ".join(str(events[-1].get("reason") or "").split())) if events else ""
     return reason if len(reason) <= MAX_REASON else reason[: MAX_REASON - 1] + "…"
 
 
