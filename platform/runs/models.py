@@ -47,6 +47,8 @@ class Run(models.Model):
     ray_job_id = models.CharField(max_length=100, blank=True)
     ingest_token_hash = models.CharField(max_length=64, blank=True)
     log_tail = models.TextField(blank=True)
+    # Bumped by every stored metric batch: the version under which derived series are cached.
+    metrics_version = models.PositiveBigIntegerField(default=0)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)

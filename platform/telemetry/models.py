@@ -26,9 +26,7 @@ class MetricPoint(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["run", "name", "step"], name="point_once_per_step")]
-        indexes = [models.Index(fields=["run", "name", "step"], name="point_run_name_step"),
-                   # the newest point of a run in one index probe: the version of cached series
-                   models.Index(fields=["run", "id"], name="point_run_id")]
+        indexes = [models.Index(fields=["run", "name", "step"], name="point_run_name_step")]
 
 
 class IterationTrace(models.Model):

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from django.db import IntegrityError, transaction
+from django.db.models import F
 
 from runs.models import Run
 from telemetry.broadcast import broadcast
@@ -19,6 +20,8 @@ def ingest(run: Run, batch: BatchIn) -> bool:
     try:
         with transaction.atomic():
             MetricBatch.objects.create(run=run, seq=batch.seq)
+            # Writing points through here is what keeps cached series (series_cache) fresh.
+            Run.objects.filter(pk=run.pk).update(metrics_version=F("metrics_version") + 1)
             MetricPoint.objects.bulk_create(
                 [MetricPoint(run=run, name=p.name, step=p.step, value=p.value) for p in batch.points],
                 ignore_conflicts=True)

@@ -77,7 +77,7 @@ REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
 CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer",
                               "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": 30}],
                                          "prefix": os.environ.get("UMBRA_CHANNEL_PREFIX", "umbra")}}}
-# Downsampled series and run statistics are cached here, keyed by each run's newest point.
+# Downsampled series and run statistics are cached here, keyed by each run's metrics_version.
 CACHES = {
     "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL,
                 "KEY_PREFIX": os.environ.get("UMBRA_CHANNEL_PREFIX", "umbra"), "TIMEOUT": 7 * 24 * 3600},

@@ -53,7 +53,11 @@ def test_postgres_stats_equal_python(two_runs):
 def test_new_points_are_never_hidden_by_the_cache(two_runs):
     before = series_mod.series_of(two_runs[:1], ["b"])["b"][two_runs[0]]
     assert len(before["y"]) == 40 and run_stats(two_runs[:1], ["b"])[two_runs[0]]["b"]["count"] == 40
-    MetricPoint.objects.create(run_id=two_runs[0], name="b", step=10**6, value=123.0)
+    from telemetry.schema import BatchIn
+    from telemetry.services import ingest
+
+    run = Run.objects.get(pk=two_runs[0])
+    assert ingest(run, BatchIn.model_validate({"seq": 1, "points": [{"name": "b", "step": 10**6, "value": 123.0}]}))
     after = series_mod.series_of(two_runs[:1], ["b"])["b"][two_runs[0]]
     assert after["x"][-1] == 10**6 and after["y"][-1] == 123.0
     assert run_stats(two_runs[:1], ["b"])[two_runs[0]]["b"]["last"] == 123.0
