@@ -8,7 +8,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from runs.forms import RunForm
-from runs.models import Experiment, Run
+from runs.models import Experiment
 from runs.selectors import can_act_on, run_for, visible_runs
 from runs.services import create_run, request_cancel
 from teams.models import Team

@@ -1,8 +1,7 @@
 import pytest
 
 from umbra.rollout.metrics import request_records, rollout_metrics, tail_time
-
-from umbra.rollout.request import Request, make_groups
+from umbra.rollout.request import Request
 
 
 def _req(g, i, start, finish, n, reason="stop"):
