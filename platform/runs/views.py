@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpResponseForbidden, JsonResponse
+from django.http import HttpResponseForbidden, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
@@ -11,17 +11,8 @@ from runs.forms import RunForm
 from runs.models import Experiment
 from runs.selectors import can_act_on, run_for, visible_runs
 from runs.services import create_run, request_cancel
-from teams.models import Team
-from teams.selectors import membership, teams_of
+from teams.selectors import team_for_member, teams_of
 from telemetry.selectors import latest_trace, series_for
-
-
-def _team_for(user, slug: str):
-    team = get_object_or_404(Team, slug=slug)
-    member = membership(user, team)
-    if member is None:
-        raise Http404("no such team")
-    return team, member
 
 
 @login_required
@@ -36,7 +27,7 @@ def home(request):
 @login_required
 def team_runs(request, slug: str):
     """Runs of one team, newest first."""
-    team, member = _team_for(request.user, slug)
+    team, member = team_for_member(request.user, slug)
     runs = visible_runs(request.user).filter(experiment__team=team).order_by("-created_at")[:200]
     return render(request, "runs/list.html", {"team": team, "runs": runs, "can_submit": member.can_submit(),
                                               "teams": teams_of(request.user),
@@ -48,7 +39,7 @@ def team_runs(request, slug: str):
 @require_POST
 def experiment_visibility(request, slug: str, experiment_id: int):
     """Set an experiment's visibility (members and admins of its team)."""
-    team, member = _team_for(request.user, slug)
+    team, member = team_for_member(request.user, slug)
     experiment = get_object_or_404(Experiment, pk=experiment_id, team=team)
     if not member.can_submit():
         return HttpResponseForbidden("viewers cannot change experiments")
@@ -65,7 +56,7 @@ def experiment_visibility(request, slug: str, experiment_id: int):
 @login_required
 def new_run(request, slug: str):
     """The run form; stores nothing unless every field is valid."""
-    team, member = _team_for(request.user, slug)
+    team, member = team_for_member(request.user, slug)
     if not member.can_submit():
         return HttpResponseForbidden("viewers cannot submit runs")
     form = RunForm(request.POST or None, request.FILES or None)
