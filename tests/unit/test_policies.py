@@ -47,7 +47,7 @@ def test_every_request_completes_once_with_exact_tokens(n_groups, g_size, n_inst
     rng = random.Random(seed)
     groups = make_groups([[1, 2]] * n_groups, g_size, max_tokens, seed)
     true_len = {r.request_id: rng.randint(1, max_tokens + 5) for g in groups for r in g}
-    options = {"chunk_tokens": rng.randint(1, 8)} if name == "seer" else {}
+    options = {"chunk_tokens": rng.randint(1, 8), "kv_block_tokens": rng.choice([1, 2, 4])} if name == "seer" else {}
     if name == "oracle-lfs":
         options = {"lengths": true_len}
     policy = make_policy(name, **options)
@@ -67,6 +67,21 @@ def test_seer_chunk_bound_is_min_of_chunk_and_remaining():
     groups = make_groups([[1]], 1, 10, 0)
     log = toy_rollout(SeerPolicy(chunk_tokens=4), groups, [1], {"g0-r0": 100})
     assert [b for _, _, b in log] == [4, 4, 2]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 300), st.integers(0, 300), st.integers(1, 700), st.integers(1, 128),
+       st.sampled_from([1, 16, 32]))
+def test_seer_chunk_ends_one_token_past_a_kv_block(prompt_len, generated, max_tokens, chunk, block):
+    r = make_groups([[7] * prompt_len], 1, max_tokens + generated, 0)[0][0]
+    r.output_token_ids = [0] * generated
+    budget = SeerPolicy(chunk_tokens=chunk, kv_block_tokens=block).chunk_budget(r)
+    assert 1 <= budget <= min(chunk, r.remaining)  # never beyond the chunk bound
+    if budget < r.remaining and chunk >= block:  # the request goes on: the next chunk re-prefills 1 token
+        assert (prompt_len + generated + budget) % block == 1 % block
+        assert budget > chunk - block
+    if block == 1 or chunk < block or r.remaining <= chunk:
+        assert budget == min(chunk, r.remaining)
 
 
 def test_alg2_speculative_first_then_longest_estimate_first():

@@ -48,4 +48,5 @@ def test_idle_fraction_and_engine_metrics():
     before = [{"preemptions": 1.0, "spec_drafts": 10.0, "spec_draft_tokens": 40.0, "spec_accepted": 5.0}]
     after = [{"preemptions": 1.0, "spec_drafts": 20.0, "spec_draft_tokens": 80.0, "spec_accepted": 20.0}]
     m = engine_metrics(before, after)
-    assert m == {"rollout/preemptions": 0.0, "rollout/spec/accept_len": 2.5}
+    assert m == {"rollout/preemptions": 0.0, "rollout/spec/accept_len": 2.5, "rollout/spec/draft_tokens": 40.0,
+                 "rollout/spec/accepted_tokens": 15.0}

@@ -14,7 +14,7 @@ def brute_longest(seqs, context, max_match):
     best = 0
     for n in range(1, min(max_match, len(context)) + 1):
         pat = context[-n:]
-        if any(seq[i:i + n] == pat for seq in seqs for i in range(len(seq) - n + 1)):
+        if any(seq[i:i + n] == pat for seq in seqs for i in range(len(seq) - n)):  # followed by a token
             best = n
     return best
 
@@ -33,7 +33,8 @@ def test_longest_match_equals_brute_force_and_drafts_are_bounded(seqs, context, 
     n, hits = idx.longest_match(context)
     assert n == brute_longest(seqs, context, max_match)
     for key, p in hits:
-        assert idx.seqs[key][p - n:p] == context[-n:]
+        assert idx.seqs[key][p - n:p] == context[-n:] and p < len(idx.seqs[key])
+    assert (n == 0) == (idx.propose(context, 1) == [])  # a match always drafts at least one token
     draft = idx.propose(context, k)
     assert len(draft) <= k
     if draft:  # the draft is a real continuation of some occurrence
@@ -99,3 +100,14 @@ def test_replica_prompt_lookup():
     assert rep.group_of([5, 6, 7, 8]) == 2  # the longest prompt that prefixes the row
     assert rep.group_of([5, 6, 9]) == 1
     assert rep.group_of([5, 7]) is None
+
+
+def test_expand_batch_to_tokens_replacement_matches_its_contract():
+    import torch
+
+    from umbra.spec.vllm_cpu_fix import expand_batch_to_tokens
+
+    got = expand_batch_to_tokens(torch.tensor([0.05, -1.0, 0.7]), torch.tensor([2, 2, 5], dtype=torch.int32), 5,
+                                 replace_from=-1, replace_to=1)
+    assert torch.equal(got, torch.tensor([0.05, 0.05, 0.7, 0.7, 0.7]))
+    assert expand_batch_to_tokens(torch.tensor([3, 0], dtype=torch.int32), torch.tensor([1, 3]), 3).tolist() == [3, 0, 0]

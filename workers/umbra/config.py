@@ -85,9 +85,10 @@ class RunConfig(BaseModel):
                              f"({limit} = context {ctx} - {PROMPT_BUDGET} prompt tokens)")
         return v
 
-    def policy_options(self) -> dict:
-        """Keyword options of the rollout policy object for this config."""
+    def policy_options(self, kv_block_tokens: int = 1) -> dict:
+        """Keyword options of the rollout policy object for this config; ``kv_block_tokens``
+        is the engines' KV block size (seer aligns chunk ends to it)."""
         if self.rollout_policy == "seer":
             return {"chunk_tokens": self.chunk_tokens, "divided": self.seer_divided,
-                    "context_aware": self.seer_context_aware}
+                    "context_aware": self.seer_context_aware, "kv_block_tokens": kv_block_tokens}
         return {}

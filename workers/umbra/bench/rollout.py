@@ -15,7 +15,7 @@ import time
 from umbra.bench.variants import build, variant
 
 FIELDS = ("rollout_time_s", "throughput_tok_s", "tail_time_s", "accept_len", "preemptions", "output_tokens",
-          "migrations", "decode_tok_s")
+          "migrations", "reprefill_tokens", "draft_tokens", "decode_tok_s")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -32,6 +32,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-num-seqs", type=int, default=256)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", dest="json_path", default=None, help="write results here")
+    p.add_argument("--trace", dest="trace_path", default=None,
+                   help="write per-request records (JSONL, one line per policy and request) here")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -46,8 +48,9 @@ def run(args: argparse.Namespace) -> int:
                 raise ValueError(f"--{flag.replace('_', '-')} must be >= 1")
         if not 0.0 <= args.temperature <= 2.0:
             raise ValueError("--temperature must be within [0, 2]")
-        if args.json_path and not os.path.isdir(os.path.dirname(os.path.abspath(args.json_path))):
-            raise ValueError(f"--json: folder of {args.json_path} does not exist")
+        for flag, path in (("--json", args.json_path), ("--trace", args.trace_path)):
+            if path and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
+                raise ValueError(f"{flag}: folder of {path} does not exist")
     except ValueError as exc:
         print(f"umbra bench rollout: {exc}", file=sys.stderr)
         return 2
@@ -60,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     from umbra.models.registry import NAMED_MODELS, context_length, resolve_model
     from umbra.rollout.capacity import concurrency_cap
     from umbra.rollout.instance import start_instances
-    from umbra.rollout.metrics import engine_metrics, policy_counters, rollout_metrics
+    from umbra.rollout.metrics import engine_metrics, policy_counters, request_records, rollout_metrics
     from umbra.rollout.prompts import encode_prompts
     from umbra.rollout.request import make_groups
     from umbra.rollout.runner import run_rollout
@@ -93,6 +96,8 @@ def run(args: argparse.Namespace) -> int:
         server = start_draft_server()
         sets[True] = (start_instances(args.instances, path, max_len, cap, args.seed, args.kv_cache_gib, server),
                       server)
+    block = ray.get(sets[False][0][0].ready.remote())["kv_block_tokens"]
+    variants = [variant(v.name, args.chunk_tokens, block) for v in variants]
     for insts, server in sets.values():  # warm-up: first requests pay one-off costs
         run_rollout(build(variant("request-lb", args.chunk_tokens), None), insts,
                     make_groups(prompts[:2], 2, 8, args.seed + 1, args.temperature), capacities, server)
@@ -113,8 +118,13 @@ def run(args: argparse.Namespace) -> int:
             "rollout_time_s": m["rollout/time_s"], "throughput_tok_s": m["rollout/throughput_tok_s"],
             "tail_time_s": m["rollout/tail_time_s"], "accept_len": eng["rollout/spec/accept_len"],
             "preemptions": eng["rollout/preemptions"], "output_tokens": m["rollout/output_tokens"],
-            "migrations": m["rollout/migrations"], "decode_tok_s": m["rollout/decode_tok_s"],
+            "migrations": m["rollout/migrations"], "reprefill_tokens": m["rollout/reprefill_tokens"],
+            "draft_tokens": eng["rollout/spec/draft_tokens"], "decode_tok_s": m["rollout/decode_tok_s"],
         }
+        if args.trace_path:
+            with open(args.trace_path, "a" if len(results) > 1 else "w") as fh:
+                for rec in request_records(reqs, start):
+                    fh.write(json.dumps({"policy": v.name, **rec}) + "\n")
         print(f"  {v.name}: {m['rollout/time_s']:.1f}s, {m['rollout/throughput_tok_s']:.0f} tok/s", flush=True)
         add_ratios(results)
         if args.json_path:  # after every policy, so a long benchmark keeps what it measured

@@ -16,9 +16,10 @@ class Variant:
     spec: bool = False
 
 
-def variant(name: str, chunk_tokens: int) -> Variant:
+def variant(name: str, chunk_tokens: int, kv_block_tokens: int = 1) -> Variant:
     """Resolve ``static-group | request-lb | oracle-lfs | seer | seer-no-spec |
-    seer-no-context | seer-no-divided``. Raises ValueError for other names."""
+    seer-no-context | seer-no-divided``; seer variants align chunk ends to ``kv_block_tokens``.
+    Raises ValueError for other names."""
     if name in ("static-group", "request-lb", "oracle-lfs"):
         return Variant(name, name, {})
     flags = {"seer": {}, "seer-no-spec": {"spec": False}, "seer-no-context": {"context_aware": False},
@@ -26,7 +27,8 @@ def variant(name: str, chunk_tokens: int) -> Variant:
     if name not in flags:
         raise ValueError(f"unknown policy '{name}': use static-group, request-lb, oracle-lfs, seer, "
                          "seer-no-spec, seer-no-context or seer-no-divided")
-    opts = {"chunk_tokens": chunk_tokens, "divided": True, "context_aware": True, **flags[name]}
+    opts = {"chunk_tokens": chunk_tokens, "divided": True, "context_aware": True,
+            "kv_block_tokens": kv_block_tokens, **flags[name]}
     spec = opts.pop("spec", True)
     return Variant(name, "seer", opts, spec)
 

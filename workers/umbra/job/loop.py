@@ -72,7 +72,8 @@ def run(config: RunConfig, telemetry) -> None:
                                 config.seed, config.kv_cache_gib, draft_server)
     trainer = start_trainer(model_path, config.learning_rate, config.kl_coef, config.clip_eps,
                             config.train_minibatches, config.seed)
-    policy = make_policy(config.rollout_policy, **config.policy_options())
+    block = ray.get(instances[0].ready.remote())["kv_block_tokens"]
+    policy = make_policy(config.rollout_policy, **config.policy_options(kv_block_tokens=block))
     longest_prompt = max(len(ids) for _, ids in pool)
     cap = concurrency_cap(model_path, config.kv_cache_gib, longest_prompt + config.max_tokens, config.max_num_seqs)
     capacities = [cap] * config.rollout_instances

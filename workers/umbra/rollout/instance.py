@@ -10,14 +10,14 @@ import time
 from typing import Any
 
 
-def _kv_block_tokens() -> int | None:
-    """KV cache block size. The prefix cache reuses whole blocks only, so a request's next
-    chunk recomputes the tokens of its last, partial block: vLLM's CPU default of 128 would
-    re-prefill ~64 tokens per chunk; 32 is the smallest its CPU attention kernel takes.
-    None (the engine's default, 16 on CUDA) elsewhere."""
+def kv_block_tokens() -> int:
+    """KV cache block size (tokens) of the engines on this node. The prefix cache reuses
+    whole blocks only, so small blocks keep a chunk's re-prefill small: vLLM's CPU default
+    of 128 would re-prefill ~64 tokens per chunk; 32 is the smallest its CPU attention
+    kernel takes; 16 (the usual CUDA size) elsewhere. The Seer policy aligns chunk ends to it."""
     from vllm.platforms import current_platform
 
-    return 32 if current_platform.is_cpu() else None
+    return 32 if current_platform.is_cpu() else 16
 
 
 class RolloutInstance:
@@ -34,6 +34,7 @@ class RolloutInstance:
 
         self.instance_id = instance_id
         self.policy_version = 0
+        self.kv_block_tokens = kv_block_tokens()
         self.draft_server = draft_server  # grouped speculative decoding when set
         self.draft_versions: dict[int, int] = {}
         spec = None
@@ -43,7 +44,7 @@ class RolloutInstance:
         args = AsyncEngineArgs(
             speculative_config=spec,
             model=model_path, dtype="float32", max_model_len=max_model_len, max_num_seqs=max_num_seqs,
-            seed=seed, enforce_eager=True, enable_prefix_caching=True, block_size=_kv_block_tokens(),
+            seed=seed, enforce_eager=True, enable_prefix_caching=True, block_size=self.kv_block_tokens,
             # No partial prefills: vLLM rewinds a seeded request's generator after a
             # partial prefill, which the CPU generator cannot do ("does not use offset").
             enable_chunked_prefill=False, max_num_batched_tokens=max(max_model_len, 4096),
@@ -52,8 +53,9 @@ class RolloutInstance:
         self.engine = AsyncLLM.from_engine_args(args)
 
     def ready(self) -> dict[str, Any]:
-        """Cheap liveness probe: id, pid and the loaded policy version."""
-        return {"instance": self.instance_id, "pid": os.getpid(), "policy_version": self.policy_version}
+        """Cheap liveness probe: id, pid, the loaded policy version and the KV block size."""
+        return {"instance": self.instance_id, "pid": os.getpid(), "policy_version": self.policy_version,
+                "kv_block_tokens": self.kv_block_tokens}
 
     async def generate_chunk(self, request_id: str, group_id: int, prompt_token_ids: list[int],
                              generated: list[int], max_tokens: int, seed: int,

@@ -95,13 +95,16 @@ def policy_counters(policy) -> dict[str, float]:
 
 
 def engine_metrics(before: list[dict], after: list[dict]) -> dict[str, float]:
-    """``rollout/preemptions`` and ``rollout/spec/accept_len`` (mean tokens per
-    verification step incl. the bonus token; 1.0 without drafts) from the instances'
-    engine counters read before and after the rollout."""
+    """``rollout/preemptions``, ``rollout/spec/accept_len`` (mean tokens per verification
+    step with a draft, incl. the bonus token; 1.0 without drafts), ``rollout/spec/draft_tokens``
+    and ``rollout/spec/accepted_tokens`` (totals) from the instances' engine counters read
+    before and after the rollout."""
     delta = {k: sum(a[k] - b[k] for a, b in zip(after, before)) for k in after[0]} if after else {}
     drafts = delta.get("spec_drafts", 0.0)
     return {"rollout/preemptions": delta.get("preemptions", 0.0),
-            "rollout/spec/accept_len": 1.0 + delta.get("spec_accepted", 0.0) / drafts if drafts else 1.0}
+            "rollout/spec/accept_len": 1.0 + delta.get("spec_accepted", 0.0) / drafts if drafts else 1.0,
+            "rollout/spec/draft_tokens": delta.get("spec_draft_tokens", 0.0),
+            "rollout/spec/accepted_tokens": delta.get("spec_accepted", 0.0)}
 
 
 def request_records(requests: list[Request], start_s: float) -> list[dict]:

@@ -20,6 +20,10 @@ class GroupedSuffixProposer:
     """Proposes per-row drafts from the group replica; adapts the draft length per batch."""
 
     def __init__(self, vllm_config=None, gamma_max: int | None = None):
+        if vllm_config is not None:  # inside an engine's worker process
+            from umbra.spec import vllm_cpu_fix
+
+            vllm_cpu_fix.apply()
         spec = getattr(vllm_config, "speculative_config", None)
         self.gamma_max = gamma_max or (spec.num_speculative_tokens if spec else 8)
         self.replica = GroupReplica()

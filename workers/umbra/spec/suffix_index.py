@@ -33,10 +33,12 @@ class SuffixIndex:
 
     def longest_match(self, context: list[int]) -> tuple[int, list[tuple[str, int]]]:
         """``(n, positions)``: the longest ``n <= max_match`` such that the last ``n`` tokens of
-        ``context`` occur in some sequence, and the end positions of those occurrences.
-        ``(0, [])`` when even the last token never occurs."""
+        ``context`` occur in some sequence followed by at least one more token, and the end
+        positions of those occurrences. An occurrence at a sequence's very end (typically
+        the request's own context, fed back after its last chunk) has nothing to draft from
+        and would hide shorter matches that do. ``(0, [])`` when there is no such match."""
         for n in range(min(self.max_match, len(context)), 0, -1):
-            hits = self.grams.get(tuple(context[-n:]))
+            hits = [(k, p) for k, p in self.grams.get(tuple(context[-n:]), ()) if p < len(self.seqs[k])]
             if hits:
                 return n, hits
         return 0, []

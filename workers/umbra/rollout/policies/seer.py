@@ -32,9 +32,12 @@ class SeerPolicy(Policy):
     name = "seer"
 
     def __init__(self, chunk_tokens: int = 64, divided: bool = True, context_aware: bool = True,
-                 affinity_spread: int = 1, starvation_limit: int = 10_000):
+                 affinity_spread: int = 1, starvation_limit: int = 10_000, kv_block_tokens: int = 1):
         if chunk_tokens < 1:
             raise ValueError("chunk_tokens must be >= 1")
+        if kv_block_tokens < 1:
+            raise ValueError("kv_block_tokens must be >= 1")
+        self.kv_block_tokens = kv_block_tokens
         self.chunk_tokens = chunk_tokens
         self.chunked = divided
         self.context_aware = context_aware
@@ -105,6 +108,20 @@ class SeerPolicy(Policy):
                 if r.request_id in self.entry:
                     self._push(r)  # the old entry becomes stale
 
+    def chunk_budget(self, r: Request) -> int:
+        """``max_tokens`` of ``r``'s next chunk: ``min(chunk_tokens, remaining)``, shortened
+        by less than one KV block so that the context after it is ``1 (mod block)`` tokens
+        long. vLLM serves a prefix-cache hit in whole blocks and always computes the last
+        context token, so such a context re-prefills 1 token, any other up to a block."""
+        if not self.chunked:
+            return r.remaining
+        budget = min(self.chunk_tokens, r.remaining)
+        block = self.kv_block_tokens
+        if budget == r.remaining or block == 1 or self.chunk_tokens < block:
+            return budget
+        end = len(r.prompt_token_ids) + len(r.output_token_ids) + budget
+        return budget - (end - 1) % block
+
     # -- placement ------------------------------------------------------------
     def _place(self, r: Request) -> int:
         least = self.least_loaded()
@@ -123,8 +140,7 @@ class SeerPolicy(Policy):
             if r is None:
                 break
             self.tick += 1
-            budget = min(self.chunk_tokens, r.remaining) if self.chunked else r.remaining
-            out.append(self._start(r, self._place(r), budget))
+            out.append(self._start(r, self._place(r), self.chunk_budget(r)))
         return out
 
     def on_chunk_done(self, request: Request, instance: int) -> None:
