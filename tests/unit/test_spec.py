@@ -93,6 +93,18 @@ def test_proposer_recognises_groups_by_prompt_and_bounds_drafts():
     assert prop.propose([[], [21], [9]], np.array([6, 5, 4]), buf)[0] == []  # mid-prefill row
 
 
+def test_proposer_learns_acceptance_from_the_next_steps_verdict():
+    prop = GroupedSuffixProposer(gamma_max=4)
+    prop.stats = AcceptanceStats(4, prior=0.95, decay=0.0)
+    prop.replica.apply(7, [1, 2, 3], [("g7-r0", [10, 11, 12, 13, 14, 15])])
+    buf = np.zeros((1, 16), dtype=np.int64)
+    buf[0, :6] = [1, 2, 3, 10, 11, 12]
+    assert prop.propose([[12]], np.array([6]), buf) == [[13, 14, 15]]
+    buf[0, 6:9] = [13, 14, 99]  # vLLM accepted 13 and 14, rejected 15 (99 sampled instead)
+    prop.propose([[13, 14, 99]], np.array([9]), buf)
+    assert prop.stats.rate[:3] == [1.0, 1.0, 0.0]
+
+
 def test_replica_prompt_lookup():
     rep = GroupReplica()
     rep.apply(1, [5, 6], [])

@@ -2,6 +2,7 @@
 
 ``umbra prepare-model tiny|smollm2 [--force]`` builds a named model into the model folder;
 ``umbra bench rollout ...`` compares rollout policies on real vLLM instances;
+``umbra sim --workload NAME|trace:PATH ...`` simulates them at any scale;
 ``umbra login|submit|runs|follow|cancel|compare`` talk to the platform's REST API
 (see ``umbra.client``).
 """
@@ -25,6 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The parser of every subcommand."""
     from umbra.bench import rollout as bench_rollout
     from umbra.client import commands as client_commands
+    from umbra.sim import cli as sim_cli
 
     parser = _Parser(prog="umbra", description="Umbra command-line tools")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -34,6 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench = sub.add_parser("bench", help="benchmarks (print a table and JSON)")
     bench_sub = bench.add_subparsers(dest="bench", required=True)
     bench_rollout.add_arguments(bench_sub.add_parser("rollout", help="rollout policies side by side"))
+    sim_cli.add_arguments(sub.add_parser("sim", help="simulate rollout policies on a preset or trace workload"))
     client_commands.register(sub)
     return parser
 
@@ -54,6 +57,11 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.command in client_commands.MODULES:
         return client_commands.run(args)
+
+    if args.command == "sim":
+        from umbra.sim import cli as sim_cli
+
+        return sim_cli.run(args)
 
     if args.command == "bench":
         from umbra.bench import rollout as bench_rollout

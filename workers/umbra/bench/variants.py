@@ -18,15 +18,16 @@ class Variant:
 
 def variant(name: str, chunk_tokens: int, kv_block_tokens: int = 1) -> Variant:
     """Resolve ``static-group | request-lb | oracle-lfs | seer | seer-no-spec |
-    seer-no-context | seer-no-divided``; seer variants align chunk ends to ``kv_block_tokens``.
+    seer-no-context | seer-no-divided | seer-divided`` (divided rollout alone: FIFO, no
+    speculation); seer variants align chunk ends to ``kv_block_tokens``.
     Raises ValueError for other names."""
     if name in ("static-group", "request-lb", "oracle-lfs"):
         return Variant(name, name, {})
     flags = {"seer": {}, "seer-no-spec": {"spec": False}, "seer-no-context": {"context_aware": False},
-             "seer-no-divided": {"divided": False}}
+             "seer-no-divided": {"divided": False}, "seer-divided": {"context_aware": False, "spec": False}}
     if name not in flags:
         raise ValueError(f"unknown policy '{name}': use static-group, request-lb, oracle-lfs, seer, "
-                         "seer-no-spec, seer-no-context or seer-no-divided")
+                         "seer-no-spec, seer-no-context, seer-no-divided or seer-divided")
     opts = {"chunk_tokens": chunk_tokens, "divided": True, "context_aware": True,
             "kv_block_tokens": kv_block_tokens, **flags[name]}
     spec = opts.pop("spec", True)

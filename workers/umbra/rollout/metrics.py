@@ -61,9 +61,9 @@ def rollout_metrics(requests: list[Request], start_s: float, end_s: float, num_i
     if any(r.finish_s is None or r.start_s is None for r in requests):
         raise ValueError("every request must be finished")
     elapsed = max(end_s - start_s, 1e-9)
-    lengths = [len(r.output_token_ids) for r in requests]
+    lengths = [r.num_generated for r in requests]
     latencies = sorted(r.finish_s - r.start_s for r in requests)
-    decode = [len(r.output_token_ids) / max(r.finish_s - r.start_s, 1e-9) for r in requests]
+    decode = [r.num_generated / max(r.finish_s - r.start_s, 1e-9) for r in requests]
     tail = tail_time(start_s, [r.finish_s for r in requests])
     idle = instance_idle_frac(requests, start_s, end_s, num_instances)
     out = {
@@ -112,7 +112,7 @@ def request_records(requests: list[Request], start_s: float) -> list[dict]:
     return [
         {"group": r.group_id, "index": r.index, "instance": r.instance,
          "start_s": round(r.start_s - start_s, 4), "finish_s": round(r.finish_s - start_s, 4),
-         "output_tokens": len(r.output_token_ids), "finish_reason": r.finish_reason,
+         "prompt_tokens": r.prompt_len, "output_tokens": r.num_generated, "finish_reason": r.finish_reason,
          "policy_version": r.policy_version,
          "chunks": [[c["instance"], round(c["start_s"] - start_s, 4), round(c["finish_s"] - start_s, 4), c["tokens"]]
                     for c in r.chunks]}

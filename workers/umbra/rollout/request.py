@@ -28,6 +28,17 @@ class Request:
     done: bool = False
 
     @property
+    def num_generated(self) -> int:
+        """Output tokens so far (policies and metrics read lengths only, so the simulator's
+        token-free requests can stand in for this class)."""
+        return len(self.output_token_ids)
+
+    @property
+    def prompt_len(self) -> int:
+        """Prompt tokens."""
+        return len(self.prompt_token_ids)
+
+    @property
     def remaining(self) -> int:
         """Tokens this request may still generate."""
         return self.max_tokens - len(self.output_token_ids)

@@ -46,29 +46,31 @@ class GroupedSuffixProposer:
         if self.last_time is not None and self.last_tokens:
             self.cost.observe(self.last_tokens, now - self.last_time)
         rows = len(sampled_token_ids)
-        contexts, groups, live = [], [], []
-        for i in range(rows):
-            n = int(num_tokens_no_spec[i])
-            ctx = token_ids_cpu[i, :n]
-            g = self.replica.group_of(ctx)
-            sampled = len(sampled_token_ids[i])
-            prev = self.last.pop((g, n - sampled, int(ctx[n - sampled - 1]) if n - sampled > 0 else -1), None)
-            if prev:
-                self.stats.update(prev, sampled - 1)
-            contexts.append(ctx)
-            groups.append(g)
-            live.append(sampled > 0)  # no sampled token (e.g. mid-prefill): vLLM expects no draft
+        if self.last:  # verdicts on last step's drafts
+            for i in range(rows):
+                sampled = len(sampled_token_ids[i])
+                n = int(num_tokens_no_spec[i]) - sampled
+                if sampled and n > 0:
+                    prev = self.last.pop((self.replica.group_of(token_ids_cpu[i, :n]), n, int(token_ids_cpu[i, n - 1])),
+                                         None)
+                    if prev:
+                        self.stats.update(prev, sampled - 1)
+            self.last.clear()  # rows that ended mid-draft leave stale entries
         gamma = choose_draft_length(rows, self.stats, self.cost, self.gamma_max)
-        drafts: list[list[int]] = []
-        for ctx, g, ok in zip(contexts, groups, live):
-            draft: list[int] = []
-            if gamma and ok and g is not None and g in self.replica.index:
+        drafts: list[list[int]] = [[] for _ in range(rows)]
+        if gamma:  # speculation off costs one cost-model update per step, nothing per row
+            for i in range(rows):
+                if not len(sampled_token_ids[i]):
+                    continue  # no sampled token (e.g. mid-prefill): vLLM expects no draft
+                n = int(num_tokens_no_spec[i])
+                ctx = token_ids_cpu[i, :n]
+                g = self.replica.group_of(ctx)
+                if g is None or g not in self.replica.index:
+                    continue
                 draft = self.replica.index[g].propose(ctx[-self.replica.max_match:].tolist(), gamma, MIN_MATCH)
-            if draft:
-                self.last[(g, len(ctx), int(ctx[-1]))] = len(draft)
-            drafts.append(draft)
+                if draft:
+                    self.last[(g, n, int(ctx[-1]))] = len(draft)
+                    drafts[i] = draft
         self.last_time = time.perf_counter()
         self.last_tokens = rows + sum(len(d) for d in drafts)
-        if len(self.last) > 100_000:  # rows that ended mid-draft leave stale entries
-            self.last.clear()
         return drafts

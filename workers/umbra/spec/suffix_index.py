@@ -43,18 +43,21 @@ class SuffixIndex:
                 return n, hits
         return 0, []
 
-    def propose(self, context: list[int], max_tokens: int, min_match: int = 1, top_k: int = 4) -> list[int]:
+    def propose(self, context: list[int], max_tokens: int, min_match: int = 1, top_k: int = 4,
+                max_paths: int = 64) -> list[int]:
         """Draft up to ``max_tokens`` tokens continuing ``context``.
 
         Multi-path: the continuations after every occurrence of the longest matched
         suffix form a tree; it is walked greedily, each step taking the token that most
         of the (top-``top_k``-ranked) surviving paths agree on, and stops where no path
-        goes on. Returns ``[]`` when the match is shorter than ``min_match``.
+        goes on. Only the ``max_paths`` latest occurrences are followed, which bounds
+        the work per draft (it runs inside the engine's step). Returns ``[]`` when the
+        match is shorter than ``min_match``.
         """
         n, hits = self.longest_match(context)
         if n < min_match or max_tokens <= 0:
             return []
-        paths = [(self.seqs[k], p) for k, p in hits]
+        paths = [(self.seqs[k], p) for k, p in hits[-max_paths:]]
         draft: list[int] = []
         while len(draft) < max_tokens:
             nxt = Counter(seq[p + len(draft)] for seq, p in paths if p + len(draft) < len(seq))

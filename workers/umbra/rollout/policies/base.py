@@ -29,7 +29,7 @@ class Policy:
     def reset(self, groups: list[list[Request]], capacities: list[int]) -> None:
         if not capacities or min(capacities) < 1:
             raise ValueError("every instance needs a capacity >= 1")
-        if any(r.done or r.output_token_ids for g in groups for r in g):
+        if any(r.done or r.num_generated for g in groups for r in g):
             raise ValueError("a rollout needs fresh requests (make_groups again)")
         self.groups = groups
         self.capacities = list(capacities)

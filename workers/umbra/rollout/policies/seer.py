@@ -17,10 +17,12 @@ class SeerPolicy(Policy):
 
     Divided rollout: a request runs ``chunk_tokens`` at a time
     (``max_tokens = min(chunk_tokens, original_max - generated)``) and returns to the
-    global buffer after each chunk; its next chunk stays on its last instance (prefix
-    cache affinity) while that instance's in-flight count is within
-    ``affinity_spread`` of the least loaded one, else it moves to the least loaded
-    instance (a migration: the new instance re-prefills prompt + generated tokens).
+    global buffer after each chunk. The buffer is ordered by priority but keyed by the
+    request's last instance: a free slot on instance ``i`` takes the best of the fresh
+    requests and of those whose KV is cached on ``i`` (prefix-cache affinity). Only when
+    neither exists does ``i`` take the best request cached elsewhere, from an instance
+    running at least ``affinity_spread`` more requests than ``i`` (a migration: the new
+    instance re-prefills prompt + generated tokens), so load stays balanced.
 
     Context-aware scheduling (Alg. 2): the first request of each group is its
     speculative request, kept on a high-priority queue served shortest-generated-first;
@@ -52,7 +54,7 @@ class SeerPolicy(Policy):
         self.migrations = 0
         self.tick = 0      # dispatches so far (the anti-starvation clock)
         self.counter = 0   # heap entry serial: FIFO among equal keys, marks stale entries
-        self.heap: list[tuple] = []
+        self.heaps: dict[int | None, list[tuple]] = {None: []}  # home instance (None: fresh) -> entries
         self.arrivals: deque[tuple[int, Request]] = deque()
         self.entered: dict[str, int] = {}  # waiting request_id -> tick it (re)entered the buffer
         self.entry: dict[str, int] = {}    # waiting request_id -> serial of its live heap entry
@@ -65,15 +67,17 @@ class SeerPolicy(Policy):
         if not self.context_aware:
             return (0,)
         if r.request_id in self.speculative:
-            return (0, len(r.output_token_ids))  # shortest-generated-first
+            return (0, r.num_generated)  # shortest-generated-first
         est = self.estimate[r.group_id]
         est = r.max_tokens if est is None else est
-        return (1, -est, -len(r.output_token_ids))  # longest estimate first
+        if r.num_generated:  # started: its next chunk goes before any new request (no preemption)
+            return (1, -max(est, r.num_generated), -r.num_generated)
+        return (2, -est)  # new requests longest-estimate-first
 
     def _push(self, r: Request) -> None:
         self.counter += 1
         self.entry[r.request_id] = self.counter
-        heapq.heappush(self.heap, (self._key(r), self.counter, r))
+        heapq.heappush(self.heaps.setdefault(r.last_instance, []), (self._key(r), self.counter, r))
 
     def _enqueue(self, r: Request) -> None:
         self.entered[r.request_id] = self.tick
@@ -85,17 +89,31 @@ class SeerPolicy(Policy):
         del self.entry[r.request_id]
         return r
 
-    def _pop(self) -> Request | None:
+    def _top(self, home: int | None) -> tuple | None:
+        """Best live entry of ``home``'s heap (stale entries dropped), or None."""
+        heap = self.heaps.get(home)
+        while heap and self.entry.get(heap[0][2].request_id) != heap[0][1]:
+            heapq.heappop(heap)
+        return heap[0] if heap else None
+
+    def _pop_for(self, inst: int) -> Request | None:
+        """The request a free slot on ``inst`` runs next (see the class doc), or None."""
         # Anti-starvation first: the oldest waiter, if it has waited too long.
         while self.arrivals and self.entered.get(self.arrivals[0][1].request_id) != self.arrivals[0][0]:
             self.arrivals.popleft()  # stale: dispatched since, or re-queued later
         if self.arrivals and self.tick - self.arrivals[0][0] >= self.starvation_limit:
             return self._take(self.arrivals.popleft()[1])
-        while self.heap:
-            _, serial, r = heapq.heappop(self.heap)
-            if self.entry.get(r.request_id) == serial:
-                return self._take(r)
-        return None
+        local = [e for e in (self._top(None), self._top(inst)) if e is not None]
+        if not local:  # steal from a busier instance's backlog
+            local = [e for h in self.heaps if h is not None and h != inst
+                     and self.running[h] - self.running[inst] >= self.affinity_spread
+                     for e in (self._top(h),) if e is not None]
+        if not local:
+            return None
+        best = min(local, key=lambda e: (e[0], e[1]))
+        r = best[2]
+        heapq.heappop(self.heaps[r.last_instance])
+        return self._take(r)
 
     def _update_estimate(self, group_id: int, length: int) -> None:
         """A response of the group completed: raise its estimate and re-key its waiters."""
@@ -119,33 +137,36 @@ class SeerPolicy(Policy):
         block = self.kv_block_tokens
         if budget == r.remaining or block == 1 or self.chunk_tokens < block:
             return budget
-        end = len(r.prompt_token_ids) + len(r.output_token_ids) + budget
+        end = r.prompt_len + r.num_generated + budget
         return budget - (end - 1) % block
 
     # -- placement ------------------------------------------------------------
-    def _place(self, r: Request) -> int:
-        least = self.least_loaded()
-        last = r.last_instance
-        if (last is not None and self.running[last] < self.capacities[last]
-                and self.running[last] - self.running[least] <= self.affinity_spread):
-            return last
-        if last is not None and least != last:
-            self.migrations += 1  # its context is re-prefilled there (measured by the instances)
-        return least
-
     def next_dispatches(self) -> list[Dispatch]:
         out = []
-        while self.entered and self.least_loaded() is not None:
-            r = self._pop()
-            if r is None:
+        blocked: set[int] = set()  # instances with a free slot but nothing they may take
+        while self.entered:
+            free = [i for i in range(len(self.capacities))
+                    if self.running[i] < self.capacities[i] and i not in blocked]
+            if not free:
                 break
+            inst = max(free, key=lambda i: (self.capacities[i] - self.running[i], -i))
+            r = self._pop_for(inst)
+            if r is None:
+                blocked.add(inst)
+                continue
+            last = r.last_instance
+            if last is not None and last != inst:
+                if self.running[last] < self.capacities[last] and last not in blocked:
+                    inst = last  # a starved request whose own instance has room stays there
+                else:
+                    self.migrations += 1  # its context is re-prefilled there (measured by the instances)
             self.tick += 1
-            out.append(self._start(r, self._place(r), self.chunk_budget(r)))
+            out.append(self._start(r, inst, self.chunk_budget(r)))
         return out
 
     def on_chunk_done(self, request: Request, instance: int) -> None:
         if request.done:
-            self._update_estimate(request.group_id, len(request.output_token_ids))
+            self._update_estimate(request.group_id, request.num_generated)
         super().on_chunk_done(request, instance)
 
     def _requeue(self, request: Request) -> None:

@@ -1,0 +1,140 @@
+"""The rollout simulator (pure logic): hand-computed timelines, conservation, determinism,
+KV capacity, workloads and traces."""
+import json
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from umbra.bench.variants import build, variant
+from umbra.rollout.metrics import rollout_metrics
+from umbra.rollout.policies import RequestLBPolicy, SeerPolicy
+from umbra.sim.engine import simulate
+from umbra.sim.spec_model import SpecModel
+from umbra.sim.step_model import StepModel, fit
+from umbra.sim.workload import Cluster, Workload, group_lengths, preset_workload, trace_workload
+
+
+def workload(groups, max_tokens=10, instances=1, max_batch=8, step=None, kv_tokens=10_000):
+    step = step or StepModel(c0=1.0, c_seq=0.0, c_ctx=0.0, c_prefill=0.0)
+    return Workload("t", groups, max_tokens, Cluster(instances, kv_tokens, max_batch, step))
+
+
+def finishes(res):
+    return {r.request_id: round(r.finish_s, 6) for r in res.requests}
+
+
+def test_one_token_per_second_whole_requests():
+    res = simulate(RequestLBPolicy(), workload([[(4, 3), (4, 5)]]))
+    assert finishes(res) == {"g0-r0": 3.0, "g0-r1": 5.0} and res.end_s == 5.0
+
+
+def test_a_full_instance_queues_the_next_request():
+    res = simulate(RequestLBPolicy(), workload([[(4, 3), (4, 5)]], max_batch=1))
+    assert finishes(res) == {"g0-r0": 3.0, "g0-r1": 8.0}
+
+
+def test_step_time_grows_with_the_batch():
+    # T = batch seconds: two requests advance 1 token per 2 s until one leaves.
+    res = simulate(RequestLBPolicy(), workload([[(4, 3), (4, 5)]], step=StepModel(0.0, 1.0, 0.0, 0.0)))
+    assert finishes(res) == {"g0-r0": 6.0, "g0-r1": 8.0}
+
+
+def test_prefill_stalls_the_instance_and_the_group_prompt_is_cached():
+    step = StepModel(c0=1.0, c_seq=0.0, c_ctx=0.0, c_prefill=0.5)
+    res = simulate(RequestLBPolicy(), workload([[(4, 3), (4, 5)]], step=step))
+    # prompt of 4 tokens: 2 s; the sibling hits the cached prompt: 1 token, 0.5 s; both run from 2.5 s
+    assert finishes(res) == {"g0-r0": 5.5, "g0-r1": 7.5}
+
+
+def test_chunks_on_the_same_instance_reprefill_one_token():
+    step = StepModel(c0=1.0, c_seq=0.0, c_ctx=0.0, c_prefill=0.5)
+    res = simulate(SeerPolicy(chunk_tokens=2), workload([[(1, 5)]], step=step))
+    r = res.requests[0]
+    assert [c["tokens"] for c in r.chunks] == [2, 2, 1] and [c["prefill"] for c in r.chunks] == [1, 1, 1]
+    assert r.finish_s == pytest.approx(5 + 3 * 0.5)
+
+
+def test_speculation_multiplies_tokens_per_step_when_drafting_pays():
+    spec = SpecModel.from_accept_len(3.0, gamma_max=8)
+    assert spec.tokens_per_step(8) == pytest.approx(3.0)
+    step = StepModel(c0=1.0, c_seq=0.001, c_ctx=0.0, c_prefill=0.0)  # verification is nearly free
+    assert spec.draft_length(1, 0, step) == 8
+    plain = simulate(RequestLBPolicy(), workload([[(1, 300)]], max_tokens=300, step=step)).end_s
+    fast = simulate(RequestLBPolicy(), workload([[(1, 300)]], max_tokens=300, step=step), spec).end_s
+    assert fast < plain / 2.5
+    costly = StepModel(c0=0.0, c_seq=1.0, c_ctx=0.0, c_prefill=0.0)  # every drafted token costs a full token
+    assert SpecModel.from_accept_len(1.2).draft_length(64, 0, costly) == 0
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 6), st.integers(1, 6), st.integers(1, 4), st.integers(1, 6), st.integers(8, 200),
+       st.sampled_from(["static-group", "request-lb", "seer", "seer-no-spec", "seer-divided", "oracle-lfs"]),
+       st.integers(0, 1000))
+def test_conservation_determinism_and_kv(n_groups, g_size, instances, max_batch, max_tokens, name, seed):
+    rng = random.Random(seed)
+    groups = [[(rng.randint(1, 50), rng.randint(1, max_tokens + 20)) for _ in range(g_size)] for _ in range(n_groups)]
+    kv = max_batch * (50 + max_tokens)
+    step = StepModel(c0=0.01, c_seq=0.001, c_ctx=1e-5, c_prefill=1e-4)
+    w = Workload("p", groups, max_tokens, Cluster(instances, kv, max_batch, step))
+    lengths = {f"g{g}-r{i}": o for g, grp in enumerate(groups) for i, (_, o) in enumerate(grp)}
+    runs, chunk = [], rng.choice([4, 16, 64])
+    for _ in range(2):
+        v = variant(name, chunk, 16)
+        runs.append(simulate(build(v, lengths), w, SpecModel.from_accept_len(2.0) if v.spec else None))
+    a, b = runs
+    for r, (g, i) in zip(a.requests, [(g, i) for g in range(n_groups) for i in range(g_size)]):
+        want = min(groups[g][i][1], max_tokens)
+        assert r.done and r.num_generated == want == sum(c["tokens"] for c in r.chunks)  # every token once
+    assert [(r.finish_s, r.chunks) for r in a.requests] == [(r.finish_s, r.chunks) for r in b.requests]
+    assert a.kv_peak_frac <= 1.0 + 1e-9
+    m = rollout_metrics(a.requests, 0.0, a.end_s, instances)
+    assert m["rollout/output_tokens"] == sum(min(o, max_tokens) for g in groups for _, o in g)
+
+
+def test_group_lengths_hit_the_mean_and_the_cap():
+    lens = group_lengths(200, 8, 1000, 300, random.Random(1))
+    flat = [x for g in lens for x in g]
+    assert abs(sum(flat) / len(flat) - 300) < 3 and max(flat) <= 1000 and min(flat) >= 1
+    with pytest.raises(ValueError):
+        group_lengths(2, 2, 100, 100, random.Random(0))
+
+
+def test_presets_match_table_3_shapes():
+    w = preset_workload("moonlight", 16)
+    assert w.cluster.instances == 32 and sum(map(len, w.groups)) == 3200 and len(w.groups[0]) == 16
+    mean = sum(o for g in w.groups for _, o in g) / 3200
+    assert abs(mean - 22_386) / 22_386 < 0.01 and w.max_tokens == 65_536
+    with pytest.raises(ValueError, match="unknown workload"):
+        preset_workload("nope")
+    with pytest.raises(ValueError, match="divide"):
+        preset_workload("kimi-k2", 7)
+
+
+def test_trace_round_trip_and_bad_traces(tmp_path):
+    path = tmp_path / "t.jsonl"
+    rows = [{"policy": "seer", "group": 0, "index": 1, "prompt_tokens": 5, "output_tokens": 7, "max_tokens": 9},
+            {"policy": "seer", "group": 0, "index": 0, "prompt_tokens": 5, "output_tokens": 9, "max_tokens": 9},
+            {"policy": "static-group", "group": 0, "index": 0, "prompt_tokens": 5, "output_tokens": 2}]
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    w = trace_workload(str(path), Cluster(1, 1000, 4, StepModel(1, 0, 0, 0)))
+    assert w.groups == [[(5, 9), (5, 7)]] and w.max_tokens == 9
+    assert trace_workload(str(path), w.cluster, policy="static-group").groups == [[(5, 2)]]
+    path.write_text('{"group": 0}\n')
+    with pytest.raises(ValueError, match="not a trace record"):
+        trace_workload(str(path), w.cluster)
+    path.write_text("")
+    with pytest.raises(ValueError, match="no trace records"):
+        trace_workload(str(path), w.cluster)
+
+
+def test_step_model_fit_recovers_coefficients(tmp_path):
+    true = StepModel(c0=0.05, c_seq=0.004, c_ctx=2e-6, c_prefill=0.0)
+    samples = [(b, c, 0.0, true.seconds(b, c)) for b in (1, 4, 16, 31) for c in (500, 5000, 15000)]
+    got = fit(samples)
+    assert got.c0 == pytest.approx(0.05, rel=1e-6) and got.c_seq == pytest.approx(0.004, rel=1e-6)
+    got.to_json(str(tmp_path / "m.json"))
+    assert StepModel.from_json(str(tmp_path / "m.json")) == got
+    with pytest.raises(ValueError):
+        StepModel(-1, 0, 0, 0)

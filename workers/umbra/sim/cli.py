@@ -1,0 +1,155 @@
+"""``umbra sim``: simulate one rollout iteration under several policies (the real policy
+objects) on a preset or recorded workload; prints a table and writes JSON.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+ABLATION = (("static-group", "baseline (static-group)"), ("seer-divided", "+ divided rollout"),
+            ("seer-no-spec", "+ context-aware scheduling"), ("seer", "+ grouped speculative decoding"))
+FIELDS = ("rollout_time_s", "throughput_tok_s", "tail_time_s", "idle_frac", "preemptions", "migrations",
+          "reprefill_tokens", "output_tokens")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--workload", required=True,
+                   help="a preset (moonlight, qwen2-vl-72b, kimi-k2) or trace:PATH (a JSONL trace)")
+    p.add_argument("--group-size", type=int, default=8, help="G of a preset workload")
+    p.add_argument("--policies", default="static-group,request-lb,seer-no-spec,seer,oracle-lfs")
+    p.add_argument("--ablation", action="store_true", help="Seer Table 4 shape: + divided, + context, + grouped SD")
+    p.add_argument("--chunk-tokens", type=int, default=None, help="seer chunk size (default: max_tokens / 32)")
+    p.add_argument("--accept-len", type=float, default=2.0,
+                   help="grouped speculative decoding: tokens per verification step at full draft length")
+    p.add_argument("--draft-frac", type=float, default=1.0, help="share of rows that find a group draft")
+    p.add_argument("--shared-kv", action="store_true", help="a global KV pool: migrations re-prefill nothing")
+    p.add_argument("--instances", type=int, default=None, help="override the instance count")
+    p.add_argument("--kv-tokens", type=int, default=None, help="override KV tokens per instance")
+    p.add_argument("--max-batch", type=int, default=None, help="override the most requests per instance")
+    p.add_argument("--step-model", default=None, help="a step model JSON saved by `umbra bench profile`")
+    p.add_argument("--trace-policy", default=None, help="which policy's records of a multi-policy trace")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", dest="json_path", default=None, help="write results here")
+
+
+def _workload(args):
+    from umbra.sim.step_model import CPU_SMOLLM2, StepModel
+    from umbra.sim.workload import Cluster, preset_workload, trace_workload
+
+    step = StepModel.from_json(args.step_model) if args.step_model else None
+    if args.workload.startswith("trace:"):
+        path = args.workload[len("trace:"):]
+        if not os.path.isfile(path):
+            raise ValueError(f"trace {path} not found")
+        meta = _trace_meta(path)
+        instances = args.instances or meta.get("instances", 2)
+        batch = args.max_batch or meta.get("capacity", 32)
+        w = trace_workload(path, Cluster(instances, 1, batch, step or CPU_SMOLLM2), args.trace_policy)
+        kv = args.kv_tokens or batch * w.max_len
+        w.cluster = Cluster(instances, kv, batch, w.cluster.step)
+        return w
+    w = preset_workload(args.workload, args.group_size, args.seed, step)
+    c = w.cluster
+    w.cluster = Cluster(args.instances or c.instances, args.kv_tokens or c.kv_tokens, args.max_batch or c.max_batch,
+                        c.step)
+    return w
+
+
+def _trace_meta(path: str) -> dict:
+    """``instances`` and ``capacity`` recorded in a trace's first record, if any."""
+    with open(path) as fh:
+        for line in fh:
+            if line.strip():
+                try:
+                    rec = json.loads(line)
+                except ValueError:
+                    return {}
+                return {k: int(rec[k]) for k in ("instances", "capacity") if isinstance(rec.get(k), int)}
+    return {}
+
+
+def simulate_policies(workload, names: list[str], chunk_tokens: int, spec, shared_kv: bool) -> dict:
+    """Per policy name: the result row (see FIELDS) plus ``wall_s`` and ``requests`` (records)."""
+    from umbra.bench.variants import build, variant
+    from umbra.rollout.metrics import request_records, rollout_metrics
+    from umbra.sim.engine import simulate
+
+    lengths = {f"g{g}-r{i}": o for g, grp in enumerate(workload.groups) for i, (_, o) in enumerate(grp)}
+    block = 16
+    out = {}
+    for name in names:
+        v = variant(name, chunk_tokens, block)
+        t0 = time.perf_counter()
+        policy = build(v, lengths)
+        res = simulate(policy, workload, spec if v.spec else None, shared_kv)
+        m = rollout_metrics(res.requests, 0.0, res.end_s, workload.cluster.instances)
+        out[name] = {
+            "rollout_time_s": m["rollout/time_s"], "throughput_tok_s": m["rollout/throughput_tok_s"],
+            "tail_time_s": m["rollout/tail_time_s"], "idle_frac": m["rollout/instance_idle_frac"],
+            "preemptions": 0, "migrations": getattr(policy, "migrations", 0),
+            "reprefill_tokens": m["rollout/reprefill_tokens"], "output_tokens": m["rollout/output_tokens"],
+            "kv_peak_frac": res.kv_peak_frac, "capacity": res.capacity, "wall_s": time.perf_counter() - t0,
+            "records": request_records(res.requests, 0.0),
+        }
+    base = out.get("static-group")
+    for r in out.values():
+        if base:
+            r["throughput_vs_static"] = r["throughput_tok_s"] / base["throughput_tok_s"]
+            r["tail_vs_static"] = r["tail_time_s"] / base["tail_time_s"] if base["tail_time_s"] else None
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``umbra sim``; returns the exit code (2 on bad input)."""
+    from umbra.bench.variants import variant
+    from umbra.sim.spec_model import SpecModel
+
+    try:
+        names = [a for a, _ in ABLATION] if args.ablation else [n.strip() for n in args.policies.split(",")
+                                                                 if n.strip()]
+        if not names:
+            raise ValueError("--policies names no policy")
+        for n in names:
+            variant(n, 1)
+        for flag in ("group_size", "instances", "kv_tokens", "max_batch", "chunk_tokens"):
+            val = getattr(args, flag)
+            if val is not None and val < 1:
+                raise ValueError(f"--{flag.replace('_', '-')} must be >= 1")
+        if args.json_path and not os.path.isdir(os.path.dirname(os.path.abspath(args.json_path))):
+            raise ValueError(f"--json: folder of {args.json_path} does not exist")
+        spec = SpecModel.from_accept_len(args.accept_len, args.draft_frac)
+        workload = _workload(args)
+    except (ValueError, OSError) as exc:
+        print(f"umbra sim: {exc}", file=sys.stderr)
+        return 2
+    chunk = args.chunk_tokens or max(64, workload.max_tokens // 32)
+    n_req = sum(len(g) for g in workload.groups)
+    print(f"workload {workload.name}: {n_req} requests in {len(workload.groups)} groups, max_tokens "
+          f"{workload.max_tokens}, {workload.cluster.instances} instances x {workload.cluster.kv_tokens} KV tokens, "
+          f"chunk {chunk}, accept_len {args.accept_len}{', shared KV' if args.shared_kv else ''}", flush=True)
+    t0 = time.perf_counter()
+    results = simulate_policies(workload, names, chunk, spec, args.shared_kv)
+    wall = time.perf_counter() - t0
+    labels = dict(ABLATION) if args.ablation else {}
+    print_table(results, labels)
+    print(f"simulated {len(names)} policies in {wall:.2f} s")
+    if args.json_path:
+        with open(args.json_path, "w") as fh:
+            json.dump({"workload": workload.name, "meta": workload.meta, "chunk_tokens": chunk,
+                       "accept_len": args.accept_len, "shared_kv": args.shared_kv, "wall_s": wall,
+                       "results": {k: {f: v for f, v in r.items() if f != "records"} for k, r in results.items()}},
+                      fh, indent=2)
+    return 0
+
+
+def print_table(results: dict, labels: dict | None = None) -> None:
+    """One row per policy: FIELDS and the ratios to static-group."""
+    cols = ("policy",) + FIELDS + ("throughput_vs_static", "tail_vs_static")
+    print(" | ".join(f"{c:>14}" for c in cols))
+    for name, r in results.items():
+        cells = [(labels or {}).get(name, name)] + [r.get(c) for c in cols[1:]]
+        print(" | ".join(f"{c:>14.3f}" if isinstance(c, float) else f"{str(c):>14}" for c in cells))
+

@@ -1,0 +1,59 @@
+"""Grouped speculative decoding in the simulator, from acceptance statistics: a share of
+the rows finds a draft, each draft token is accepted with a per-position rate, and the
+draft length per step follows the same Alg. 1 rule as the real proposer."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from umbra.sim.step_model import StepModel
+from umbra.spec.draft_length import AcceptanceStats, choose_draft_length
+
+
+@dataclass(frozen=True)
+class SpecModel:
+    """``draft_frac``: share of rows with a draft in a step (a group match); ``rates[k]``:
+    probability that draft token k+1 is accepted given the ones before were."""
+
+    draft_frac: float
+    rates: tuple[float, ...]
+
+    def __post_init__(self):
+        if not 0 <= self.draft_frac <= 1 or not self.rates or not all(0 <= a < 1 for a in self.rates):
+            raise ValueError("draft_frac must be in [0, 1] and acceptance rates in [0, 1)")
+
+    @classmethod
+    def from_accept_len(cls, accept_len: float, draft_frac: float = 1.0, gamma_max: int = 8) -> "SpecModel":
+        """Constant per-position rate ``a`` such that a full ``gamma_max`` draft yields
+        ``accept_len`` tokens per verification step (``1 + a + ... + a^gamma_max``).
+        Raises ValueError outside ``[1, gamma_max + 1)``."""
+        if not 1 <= accept_len < gamma_max + 1:
+            raise ValueError(f"accept length must be within [1, {gamma_max + 1})")
+        lo, hi = 0.0, 1.0
+        for _ in range(60):
+            a = (lo + hi) / 2
+            got = sum(a ** k for k in range(gamma_max + 1))
+            lo, hi = (a, hi) if got < accept_len else (lo, a)
+        return cls(draft_frac, tuple([lo] * gamma_max))
+
+    def stats(self) -> AcceptanceStats:
+        st = AcceptanceStats(len(self.rates))
+        st.rate = list(self.rates)
+        return st
+
+    def draft_length(self, batch: int, context_tokens: float, step: StepModel) -> int:
+        """Alg. 1's draft length for this batch under ``step`` (0 = speculation off)."""
+        return choose_draft_length(batch, self.stats(), _Cost(step, context_tokens, self.draft_frac), len(self.rates))
+
+    def tokens_per_step(self, g: int) -> float:
+        """Mean tokens a row gains per step with draft length ``g``."""
+        return 1.0 + self.draft_frac * (self.stats().expected_tokens(g) - 1.0)
+
+
+class _Cost:
+    """Alg. 1's cost interface (``seconds(batch, g)``) over a step model at fixed context."""
+
+    def __init__(self, step: StepModel, context_tokens: float, draft_frac: float):
+        self.step, self.ctx, self.frac = step, context_tokens, draft_frac
+
+    def seconds(self, batch: int, g: int) -> float:
+        return self.step.seconds(batch, self.ctx, self.frac * g)

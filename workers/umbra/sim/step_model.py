@@ -1,0 +1,70 @@
+"""Step-time model of one rollout instance: seconds per engine step as a function of the
+batch (sequences and tokens verified) and the context held in the KV cache.
+
+``T = c0 + c_seq * tokens + c_ctx * context_tokens`` where ``tokens`` = batch * (1 + draft
+tokens per sequence); a chunk's prefill adds ``c_prefill`` per computed token.
+Fitted by ``umbra bench profile`` from measurements of the real engine.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+
+
+@dataclass(frozen=True)
+class StepModel:
+    """Coefficients in seconds: per step, per verified token, per context token, per prefill token."""
+
+    c0: float
+    c_seq: float
+    c_ctx: float
+    c_prefill: float
+
+    def __post_init__(self):
+        if min(self.c0, self.c_seq, self.c_ctx, self.c_prefill) < 0 or self.c0 + self.c_seq <= 0:
+            raise ValueError("step model coefficients must be >= 0 and c0 + c_seq > 0")
+
+    def seconds(self, batch: int, context_tokens: float, draft_per_seq: float = 0.0) -> float:
+        """One decode step of ``batch`` sequences holding ``context_tokens`` in total."""
+        return self.c0 + self.c_seq * batch * (1.0 + draft_per_seq) + self.c_ctx * context_tokens
+
+    def to_json(self, path: str, **extra) -> None:
+        with open(path, "w") as fh:
+            json.dump({**asdict(self), **extra}, fh, indent=2)
+
+    @classmethod
+    def from_json(cls, path: str) -> "StepModel":
+        """Raises ValueError when the file is not a saved step model."""
+        try:
+            with open(path) as fh:
+                d = json.load(fh)
+            return cls(float(d["c0"]), float(d["c_seq"]), float(d["c_ctx"]), float(d["c_prefill"]))
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise ValueError(f"{path}: not a step model ({exc})") from None
+
+
+# This machine (2 CPU cores, two SmolLM2-135M engines sharing them), from `umbra bench profile`;
+# used when no profile was saved.
+CPU_SMOLLM2 = StepModel(c0=0.06, c_seq=0.0085, c_ctx=2e-6, c_prefill=0.0012)
+
+
+def fit(samples: list[tuple[int, float, float, float]]) -> StepModel:
+    """Least squares over ``(batch, context_tokens, draft_per_seq, seconds)`` decode samples
+    (non-negative coefficients: a negative one is dropped and the rest refitted).
+    ``c_prefill`` is left 0 (fit it separately). Raises ValueError with fewer than 3 samples."""
+    import numpy as np
+
+    if len(samples) < 3:
+        raise ValueError("need at least 3 samples to fit a step model")
+    x = np.array([[1.0, b * (1 + d), c] for b, c, d, _ in samples])
+    y = np.array([s for *_, s in samples])
+    keep = [0, 1, 2]
+    while True:
+        coef, *_ = np.linalg.lstsq(x[:, keep], y, rcond=None)
+        if (coef >= 0).all() or len(keep) == 1:
+            break
+        keep.pop(int(np.argmin(coef)))
+    full = [0.0, 0.0, 0.0]
+    for k, c in zip(keep, coef):
+        full[k] = max(0.0, float(c))
+    return StepModel(c0=full[0], c_seq=full[1], c_ctx=full[2], c_prefill=0.0)

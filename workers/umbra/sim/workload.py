@@ -1,0 +1,154 @@
+"""Simulator workloads: a recorded trace, or a parametric workload with group-correlated,
+heavy-tailed output lengths; presets shaped like Seer's Table 3.
+"""
+from __future__ import annotations
+
+import json
+import math
+import random
+from dataclasses import dataclass, field
+
+from umbra.sim.request import SimRequest
+from umbra.sim.step_model import StepModel
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """``instances`` rollout instances, each holding ``kv_tokens`` tokens of KV cache and
+    running at most ``max_batch`` requests; ``step`` is their step-time model."""
+
+    instances: int
+    kv_tokens: int
+    max_batch: int
+    step: StepModel
+
+    def concurrency_cap(self, max_len: int) -> int:
+        """Requests per instance such that even all at ``max_len`` context fit the KV cache
+        (the real instances' rule, so nothing is ever preempted)."""
+        return max(1, min(self.max_batch, self.kv_tokens // max(1, max_len)))
+
+
+@dataclass
+class Workload:
+    """One rollout iteration: ``groups[g][i] = (prompt_tokens, output_tokens)``, outputs
+    capped at ``max_tokens``, run on ``cluster``."""
+
+    name: str
+    groups: list[list[tuple[int, int]]]
+    max_tokens: int
+    cluster: Cluster
+    meta: dict = field(default_factory=dict)
+
+    def requests(self) -> list[list[SimRequest]]:
+        """Fresh token-free requests, one list per group."""
+        return [[SimRequest(g, i, p, o, self.max_tokens) for i, (p, o) in enumerate(group)]
+                for g, group in enumerate(self.groups)]
+
+    @property
+    def max_len(self) -> int:
+        return max(p for g in self.groups for p, _ in g) + self.max_tokens
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A workload shape: Seer Table 3's instance count, requests per iteration, max and mean
+    output tokens; the engine numbers (``kv_tokens``, ``max_batch``, ``step``) are our
+    order-of-magnitude assumptions for one multi-GPU instance, not the paper's."""
+
+    instances: int
+    requests: int
+    max_tokens: int
+    mean_tokens: int
+    prompt_tokens: int
+    kv_tokens: int
+    max_batch: int
+    step: StepModel
+
+
+# Engine assumptions per instance (H800-class GPUs, bf16 KV): KV tokens = free HBM / KV bytes
+# per token (MLA latents are replicated across tensor-parallel ranks, GQA heads are sharded);
+# step = memory-bound decode: a fixed cost, a small cost per sequence, the KV read per
+# context token; prefill ~ 2 x active parameters FLOPs per token at ~40% of peak. Moonlight (MLA, ~31 KB/token, TP8): 2M tokens. Qwen2-VL-72B (GQA, ~41 KB
+# per token per rank at TP8): 1.5M. Kimi-K2 (MLA, ~70 KB/token, attention data-parallel
+# over a 32-GPU instance): 4M.
+PRESETS: dict[str, Preset] = {
+    "moonlight": Preset(32, 3200, 65_536, 22_386, 1_024, 2_000_000, 256,
+                        StepModel(c0=0.012, c_seq=5e-5, c_ctx=2.5e-9, c_prefill=2e-6)),
+    "qwen2-vl-72b": Preset(16, 9600, 40_960, 7_615, 2_048, 1_500_000, 256,
+                           StepModel(c0=0.025, c_seq=1.5e-4, c_ctx=6e-9, c_prefill=4.5e-5)),
+    "kimi-k2": Preset(8, 6400, 98_304, 38_959, 1_024, 4_000_000, 256,
+                      StepModel(c0=0.035, c_seq=1e-4, c_ctx=2.5e-9, c_prefill=5e-6)),
+}
+
+
+def group_lengths(n_groups: int, group_size: int, max_tokens: int, mean_tokens: float, rng: random.Random,
+                  sigma: float = 1.0, group_share: float = 0.6) -> list[list[int]]:
+    """Heavy-tailed output lengths correlated within groups: ``log L = mu + a*z_group + b*z_req``
+    with ``a^2 + b^2 = sigma^2`` and ``a^2 / sigma^2 = group_share`` (the share of the log-length
+    variance a group explains); ``mu`` is solved so the mean after capping at ``max_tokens``
+    is ``mean_tokens``. Raises ValueError when that mean is not reachable."""
+    if not 1 <= mean_tokens < max_tokens:
+        raise ValueError(f"mean_tokens must be within [1, {max_tokens})")
+    a, b = sigma * math.sqrt(group_share), sigma * math.sqrt(1 - group_share)
+    z = [(rng.gauss(0, 1), [rng.gauss(0, 1) for _ in range(group_size)]) for _ in range(n_groups)]
+
+    def lengths(mu: float) -> list[list[int]]:
+        return [[max(1, min(max_tokens, round(math.exp(mu + a * zg + b * zr)))) for zr in zrs] for zg, zrs in z]
+
+    lo, hi = -5.0, math.log(max_tokens) + 5 * sigma
+    for _ in range(60):  # the capped mean grows with mu: bisection
+        mid = (lo + hi) / 2
+        got = sum(map(sum, lengths(mid))) / (n_groups * group_size)
+        lo, hi = (mid, hi) if got < mean_tokens else (lo, mid)
+    return lengths((lo + hi) / 2)
+
+
+def preset_workload(name: str, group_size: int = 8, seed: int = 0, step: StepModel | None = None) -> Workload:
+    """The parametric workload of preset ``name`` with groups of ``group_size``.
+    Raises ValueError for an unknown preset or a group size that does not divide its requests."""
+    if name not in PRESETS:
+        raise ValueError(f"unknown workload preset '{name}': choose from {', '.join(PRESETS)}")
+    p = PRESETS[name]
+    if group_size < 1 or p.requests % group_size:
+        raise ValueError(f"group size {group_size} must divide the preset's {p.requests} requests")
+    rng = random.Random(seed)
+    n_groups = p.requests // group_size
+    outs = group_lengths(n_groups, group_size, p.max_tokens, p.mean_tokens, rng)
+    groups = [[(max(16, round(rng.lognormvariate(math.log(p.prompt_tokens), 0.5))), o) for o in g] for g in outs]
+    cluster = Cluster(p.instances, p.kv_tokens, p.max_batch, step or p.step)
+    return Workload(name, groups, p.max_tokens, cluster, {"preset": name, "group_size": group_size, "seed": seed})
+
+
+def trace_workload(path: str, cluster: Cluster, policy: str | None = None, max_tokens: int | None = None) -> Workload:
+    """A recorded iteration read from a JSONL trace (``umbra bench rollout --trace`` or a run's
+    trace download): one record per request with ``group``, ``index``, ``prompt_tokens``,
+    ``output_tokens`` (and ``policy`` when several policies were recorded: ``policy`` picks
+    one, default the first). ``max_tokens`` defaults to the trace's ``max_tokens`` field or its
+    longest output. Raises ValueError on a malformed or empty trace."""
+    rows: list[dict] = []
+    with open(path) as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+                rec = {"group": int(rec["group"]), "index": int(rec["index"]),
+                       "prompt_tokens": int(rec.get("prompt_tokens", 1)), "output_tokens": int(rec["output_tokens"]),
+                       "policy": rec.get("policy"), "max_tokens": rec.get("max_tokens")}
+            except (ValueError, KeyError, TypeError) as exc:
+                raise ValueError(f"{path}:{n}: not a trace record ({exc})") from None
+            if rec["output_tokens"] < 1 or rec["prompt_tokens"] < 1 or rec["group"] < 0 or rec["index"] < 0:
+                raise ValueError(f"{path}:{n}: token counts must be >= 1, group and index >= 0")
+            rows.append(rec)
+    if not rows:
+        raise ValueError(f"{path}: no trace records")
+    chosen = policy or rows[0]["policy"]
+    rows = [r for r in rows if r["policy"] == chosen]
+    if not rows:
+        raise ValueError(f"{path}: no records of policy '{chosen}'")
+    by_group: dict[int, dict[int, tuple[int, int]]] = {}
+    for r in rows:
+        by_group.setdefault(r["group"], {})[r["index"]] = (r["prompt_tokens"], r["output_tokens"])
+    groups = [[g[i] for i in sorted(g)] for _, g in sorted(by_group.items())]
+    cap = max_tokens or max(int(r["max_tokens"] or 0) for r in rows) or max(o for g in groups for _, o in g)
+    return Workload(f"trace:{path}", groups, cap, cluster, {"trace": path, "policy": chosen})
