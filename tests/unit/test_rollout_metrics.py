@@ -26,7 +26,7 @@ def test_rollout_metrics_names_and_values():
     assert m["rollout/response_len/mean"] == 15
     rows = request_records(reqs, 0.0)
     assert rows[1] == {"group": 0, "index": 1, "instance": 0, "start_s": 0.0, "finish_s": 4.0,
-                       "output_tokens": 20, "finish_reason": "length", "policy_version": None, "chunks": []}
+                       "prompt_tokens": 1, "output_tokens": 20, "finish_reason": "length", "policy_version": None, "chunks": []}
 
 
 def test_unfinished_request_is_refused():

@@ -124,7 +124,8 @@ def run(args: argparse.Namespace) -> int:
         if args.trace_path:
             with open(args.trace_path, "a" if len(results) > 1 else "w") as fh:
                 for rec in request_records(reqs, start):
-                    fh.write(json.dumps({"policy": v.name, **rec}) + "\n")
+                    fh.write(json.dumps({"policy": v.name, "max_tokens": args.max_tokens, "instances": args.instances,
+                                         "capacity": cap, **rec}) + "\n")
         print(f"  {v.name}: {m['rollout/time_s']:.1f}s, {m['rollout/throughput_tok_s']:.0f} tok/s", flush=True)
         add_ratios(results)
         if args.json_path:  # after every policy, so a long benchmark keeps what it measured
