@@ -5,6 +5,7 @@ import { defineConfig, type EnvironmentOptions } from "vite";
 // assets (ES module scripts: include them with <script type="module">):
 //   src/dashboard.ts -> platform/static/build/dashboard.js + dashboard.css (run dashboard)
 //   src/compare.ts   -> platform/static/build/compare.js + compare.css (run comparison)
+//   src/whatif.ts    -> platform/static/build/whatif.js + whatif.css (what-if simulations)
 // Each entry is built on its own, so every page's JS and CSS are self-contained
 // (no shared chunk to load, and uPlot's CSS lands in both CSS files).
 const OUT_DIR = "../platform/static/build";
@@ -32,11 +33,12 @@ export default defineConfig({
   root: fileURLToPath(new URL(".", import.meta.url)),
   publicDir: false,
   // "client" is vite's default environment: the dashboard, built first (it empties the folder).
-  environments: { client: page("dashboard", true), compare: page("compare", false) },
+  environments: { client: page("dashboard", true), compare: page("compare", false), whatif: page("whatif", false) },
   builder: {
     async buildApp(builder) {
       await builder.build(builder.environments.client);
       await builder.build(builder.environments.compare);
+      await builder.build(builder.environments.whatif);
     },
   },
 });

@@ -2,7 +2,7 @@
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView
 
-from api.views import auth, compare, experiments, metrics, runs, teams
+from api.views import auth, compare, experiments, metrics, runs, teams, traces
 
 urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
@@ -19,6 +19,7 @@ urlpatterns = [
     path("runs/<int:pk>/events/", runs.RunEventsView.as_view(), name="api-run-events"),
     path("runs/<int:pk>/logs/", runs.RunLogsView.as_view(), name="api-run-logs"),
     path("runs/<int:pk>/metrics/", metrics.RunMetricsView.as_view(), name="api-run-metrics"),
+    path("runs/<int:pk>/trace.jsonl", traces.RunTraceView.as_view(), name="api-run-trace"),
     path("compare/", compare.CompareView.as_view(), name="api-compare"),
     path("compare/summary.csv", compare.CompareSummaryCsvView.as_view(), name="api-compare-summary-csv"),
     path("compare/series.csv", compare.CompareSeriesCsvView.as_view(), name="api-compare-series-csv"),

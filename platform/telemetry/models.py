@@ -31,11 +31,13 @@ class MetricPoint(models.Model):
 
 class IterationTrace(models.Model):
     """The requests of one rollout iteration (group, index, instance, start/finish
-    seconds from the rollout start, output tokens, finish reason, policy version)."""
+    seconds from the rollout start, prompt and output tokens, finish reason, policy version,
+    chunks) and ``meta``: the set-up it ran on (policy, instances, capacity, KV GiB, max tokens)."""
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="traces")
     iteration = models.PositiveIntegerField()
     requests = models.JSONField()
+    meta = models.JSONField(null=True, blank=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["run", "iteration"], name="trace_once_per_iteration")]

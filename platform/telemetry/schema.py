@@ -37,6 +37,7 @@ class RequestRow(BaseModel):
     instance: int | None = Field(None, ge=0, le=INT32)
     start_s: float = Field(ge=0, le=1e7)
     finish_s: float = Field(ge=0, le=1e7)
+    prompt_tokens: int | None = Field(None, ge=0, le=INT32)
     output_tokens: int = Field(ge=0, le=INT32)
     finish_reason: str | None = Field(None, max_length=20)
     policy_version: int | None = Field(None, ge=0, le=INT32)
@@ -50,10 +51,22 @@ class RequestRow(BaseModel):
         return self
 
 
+class TraceMeta(BaseModel):
+    """The rollout set-up a trace ran on (what the simulator needs to replay it)."""
+
+    model_config = STRICT
+    policy: str = Field(max_length=40)
+    instances: int = Field(ge=1, le=INT32)
+    capacity: int = Field(ge=1, le=INT32)  # most concurrent requests per instance (from the KV budget)
+    kv_cache_gib: int = Field(ge=1, le=INT32)
+    max_tokens: int = Field(ge=1, le=INT32)
+
+
 class TraceIn(BaseModel):
     model_config = STRICT
     iteration: int = Field(ge=0, le=INT32)
     requests: list[RequestRow] = Field(max_length=MAX_TRACE_REQUESTS)
+    meta: TraceMeta | None = None
 
 
 class BatchIn(BaseModel):

@@ -28,7 +28,8 @@ def ingest(run: Run, batch: BatchIn) -> bool:
             if batch.trace is not None:
                 IterationTrace.objects.update_or_create(
                     run=run, iteration=batch.trace.iteration,
-                    defaults={"requests": [r.model_dump() for r in batch.trace.requests]})
+                    defaults={"requests": [r.model_dump() for r in batch.trace.requests],
+                              "meta": batch.trace.meta.model_dump() if batch.trace.meta else None})
     except IntegrityError:
         # Only a concurrent delivery of the same seq is a duplicate; anything else is a bug
         # that must surface, not be acknowledged as stored.

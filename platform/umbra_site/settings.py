@@ -40,6 +40,7 @@ INSTALLED_APPS = [
     "telemetry",
     "compare",
     "api",
+    "whatif",
 ]
 
 MIDDLEWARE = [

@@ -13,4 +13,5 @@ urlpatterns = [
     path("", include("runs.urls")),
     path("", include("compare.urls")),
     path("", include("teams.urls")),
+    path("", include("whatif.urls")),
 ]

@@ -2,6 +2,7 @@
 
 ``umbra prepare-model tiny|smollm2 [--force]`` builds a named model into the model folder;
 ``umbra bench rollout ...`` compares rollout policies on real vLLM instances;
+``umbra bench profile ...`` fits the simulator's step model to the real engine;
 ``umbra sim --workload NAME|trace:PATH ...`` simulates them at any scale;
 ``umbra login|submit|runs|follow|cancel|compare`` talk to the platform's REST API
 (see ``umbra.client``).
@@ -24,6 +25,7 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     """The parser of every subcommand."""
+    from umbra.bench import profile as bench_profile
     from umbra.bench import rollout as bench_rollout
     from umbra.client import commands as client_commands
     from umbra.sim import cli as sim_cli
@@ -36,6 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench = sub.add_parser("bench", help="benchmarks (print a table and JSON)")
     bench_sub = bench.add_subparsers(dest="bench", required=True)
     bench_rollout.add_arguments(bench_sub.add_parser("rollout", help="rollout policies side by side"))
+    bench_profile.add_arguments(bench_sub.add_parser("profile", help="fit the simulator's step model to this machine"))
     sim_cli.add_arguments(sub.add_parser("sim", help="simulate rollout policies on a preset or trace workload"))
     client_commands.register(sub)
     return parser
@@ -64,9 +67,10 @@ def main(argv: list[str] | None = None) -> int:
         return sim_cli.run(args)
 
     if args.command == "bench":
+        from umbra.bench import profile as bench_profile
         from umbra.bench import rollout as bench_rollout
 
-        return bench_rollout.run(args)
+        return (bench_profile if args.bench == "profile" else bench_rollout).run(args)
 
     if args.command == "prepare-model":
         from umbra.models.prepare import prepare

@@ -113,7 +113,10 @@ def run(config: RunConfig, telemetry) -> None:
                 "rollout/policy_version": float(version - 1),
                 "iteration/time_s": time.time() - t_iter,
             })
-            telemetry.send(it, metrics, trace=request_records(requests, start))
+            telemetry.send(it, metrics, trace=request_records(requests, start),
+                           trace_meta={"policy": config.rollout_policy, "instances": config.rollout_instances,
+                                       "capacity": cap, "kv_cache_gib": config.kv_cache_gib,
+                                       "max_tokens": config.max_tokens})
             log.info("iteration %d: rollout %.2fs (%.0f tok/s, tail %.2fs), train %.2fs, sync %.2fs, reward %.3f",
                      it, metrics["rollout/time_s"], metrics["rollout/throughput_tok_s"], metrics["rollout/tail_time_s"],
                      metrics["train/time_s"], sync_s, metrics["reward/mean"])

@@ -59,19 +59,20 @@ class RolloutInstance:
 
     async def generate_chunk(self, request_id: str, group_id: int, prompt_token_ids: list[int],
                              generated: list[int], max_tokens: int, seed: int,
-                             temperature: float) -> dict[str, Any]:
+                             temperature: float, ignore_eos: bool = False) -> dict[str, Any]:
         """Generate up to ``max_tokens`` more tokens of a request whose context is
         ``prompt_token_ids + generated`` (the prefix cache reuses its KV when it ran here before).
 
         Returns ``{"tokens", "finish_reason" ("stop" at EOS, else "length"), "start_s",
         "finish_s", "policy_version", "prefill_tokens"}``; times are wall-clock seconds;
         ``prefill_tokens`` counts context tokens computed, not served by the prefix cache.
+        ``ignore_eos`` (profiling): generate exactly ``max_tokens`` tokens.
         """
         from vllm import SamplingParams
 
         if self.draft_server is not None:
             await self._refresh_drafts(group_id, prompt_token_ids)
-        params = SamplingParams(n=1, temperature=temperature, max_tokens=max_tokens, seed=seed)
+        params = SamplingParams(n=1, temperature=temperature, max_tokens=max_tokens, seed=seed, ignore_eos=ignore_eos)
         start = time.time()
         final = None
         async for out in self.engine.generate({"prompt_token_ids": prompt_token_ids + generated}, params,

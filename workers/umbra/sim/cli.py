@@ -37,20 +37,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def _workload(args):
     from umbra.sim.step_model import CPU_SMOLLM2, StepModel
-    from umbra.sim.workload import Cluster, preset_workload, trace_workload
+    from umbra.sim.workload import Cluster, parse_trace, preset_workload
 
     step = StepModel.from_json(args.step_model) if args.step_model else None
     if args.workload.startswith("trace:"):
         path = args.workload[len("trace:"):]
         if not os.path.isfile(path):
             raise ValueError(f"trace {path} not found")
-        meta = _trace_meta(path)
-        instances = args.instances or meta.get("instances", 2)
-        batch = args.max_batch or meta.get("capacity", 32)
-        w = trace_workload(path, Cluster(instances, 1, batch, step or CPU_SMOLLM2), args.trace_policy)
-        kv = args.kv_tokens or batch * w.max_len
-        w.cluster = Cluster(instances, kv, batch, w.cluster.step)
-        return w
+        with open(path) as fh:
+            rows = parse_trace(fh, path)
+        return trace_cluster_workload(rows, args.trace_policy, args.instances, args.kv_tokens, args.max_batch,
+                                      step or CPU_SMOLLM2, args.workload)
     w = preset_workload(args.workload, args.group_size, args.seed, step)
     c = w.cluster
     w.cluster = Cluster(args.instances or c.instances, args.kv_tokens or c.kv_tokens, args.max_batch or c.max_batch,
@@ -58,17 +55,18 @@ def _workload(args):
     return w
 
 
-def _trace_meta(path: str) -> dict:
-    """``instances`` and ``capacity`` recorded in a trace's first record, if any."""
-    with open(path) as fh:
-        for line in fh:
-            if line.strip():
-                try:
-                    rec = json.loads(line)
-                except ValueError:
-                    return {}
-                return {k: int(rec[k]) for k in ("instances", "capacity") if isinstance(rec.get(k), int)}
-    return {}
+def trace_cluster_workload(rows: list[dict], policy: str | None, instances: int | None, kv_tokens: int | None,
+                           max_batch: int | None, step, name: str):
+    """A trace's workload on the cluster it was recorded on (its ``instances`` and ``capacity``
+    fields; 2 and 32 when absent) unless overridden; KV = capacity x longest context."""
+    from umbra.sim.workload import Cluster, workload_from_rows
+
+    first = rows[0]
+    inst = instances or first["instances"] or 2
+    batch = max_batch or first["capacity"] or 32
+    w = workload_from_rows(rows, Cluster(inst, 1, batch, step), policy, None, name)
+    w.cluster = Cluster(inst, kv_tokens or batch * w.max_len, batch, step)
+    return w
 
 
 def simulate_policies(workload, names: list[str], chunk_tokens: int, spec, shared_kv: bool) -> dict:
@@ -122,6 +120,7 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(f"--json: folder of {args.json_path} does not exist")
         spec = SpecModel.from_accept_len(args.accept_len, args.draft_frac)
         workload = _workload(args)
+        workload.cluster.concurrency_cap(workload.max_len)
     except (ValueError, OSError) as exc:
         print(f"umbra sim: {exc}", file=sys.stderr)
         return 2

@@ -24,8 +24,12 @@ class Cluster:
 
     def concurrency_cap(self, max_len: int) -> int:
         """Requests per instance such that even all at ``max_len`` context fit the KV cache
-        (the real instances' rule, so nothing is ever preempted)."""
-        return max(1, min(self.max_batch, self.kv_tokens // max(1, max_len)))
+        (the real instances' rule, so nothing is ever preempted). Raises ValueError when not
+        even one request fits."""
+        if self.kv_tokens < max_len:
+            raise ValueError(f"no request fits the KV cache: {self.kv_tokens} tokens per instance, "
+                             f"a request may hold {max_len}")
+        return min(self.max_batch, self.kv_tokens // max_len)
 
 
 @dataclass
@@ -119,36 +123,63 @@ def preset_workload(name: str, group_size: int = 8, seed: int = 0, step: StepMod
     return Workload(name, groups, p.max_tokens, cluster, {"preset": name, "group_size": group_size, "seed": seed})
 
 
-def trace_workload(path: str, cluster: Cluster, policy: str | None = None, max_tokens: int | None = None) -> Workload:
-    """A recorded iteration read from a JSONL trace (``umbra bench rollout --trace`` or a run's
-    trace download): one record per request with ``group``, ``index``, ``prompt_tokens``,
-    ``output_tokens`` (and ``policy`` when several policies were recorded: ``policy`` picks
-    one, default the first). ``max_tokens`` defaults to the trace's ``max_tokens`` field or its
-    longest output. Raises ValueError on a malformed or empty trace."""
+def parse_trace(lines, source: str = "trace") -> list[dict]:
+    """Trace records from JSONL ``lines`` (``umbra bench rollout --trace``, a run's trace
+    download): one request per line with ``group``, ``index``, ``output_tokens`` and optionally
+    ``prompt_tokens``, ``policy``, ``max_tokens``, ``instances``, ``capacity``.
+    Raises ValueError naming the first bad line, or when there is no record."""
     rows: list[dict] = []
-    with open(path) as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-                rec = {"group": int(rec["group"]), "index": int(rec["index"]),
-                       "prompt_tokens": int(rec.get("prompt_tokens", 1)), "output_tokens": int(rec["output_tokens"]),
-                       "policy": rec.get("policy"), "max_tokens": rec.get("max_tokens")}
-            except (ValueError, KeyError, TypeError) as exc:
-                raise ValueError(f"{path}:{n}: not a trace record ({exc})") from None
-            if rec["output_tokens"] < 1 or rec["prompt_tokens"] < 1 or rec["group"] < 0 or rec["index"] < 0:
-                raise ValueError(f"{path}:{n}: token counts must be >= 1, group and index >= 0")
-            rows.append(rec)
+    for n, line in enumerate(lines, 1):
+        if isinstance(line, bytes):
+            line = line.decode("utf-8", errors="replace")
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+            row = {"group": int(rec["group"]), "index": int(rec["index"]),
+                   "prompt_tokens": int(rec.get("prompt_tokens") or 1), "output_tokens": int(rec["output_tokens"]),
+                   "policy": str(rec.get("policy") or ""), "max_tokens": int(rec.get("max_tokens") or 0),
+                   "instances": int(rec.get("instances") or 0), "capacity": int(rec.get("capacity") or 0)}
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise ValueError(f"{source}:{n}: not a trace record ({exc})") from None
+        if (row["output_tokens"] < 1 or row["prompt_tokens"] < 1 or min(row["group"], row["index"]) < 0
+                or max(row["group"], row["index"]) > 10_000_000 or row["output_tokens"] > 10_000_000):
+            raise ValueError(f"{source}:{n}: token counts must be >= 1, group and index within [0, 1e7]")
+        rows.append(row)
     if not rows:
-        raise ValueError(f"{path}: no trace records")
-    chosen = policy or rows[0]["policy"]
-    rows = [r for r in rows if r["policy"] == chosen]
-    if not rows:
-        raise ValueError(f"{path}: no records of policy '{chosen}'")
+        raise ValueError(f"{source}: no trace records")
+    return rows
+
+
+def trace_policies(rows: list[dict]) -> list[str]:
+    """Policies recorded in a trace, in order of appearance."""
+    return list(dict.fromkeys(r["policy"] for r in rows))
+
+
+def workload_from_rows(rows: list[dict], cluster: Cluster, policy: str | None = None,
+                       max_tokens: int | None = None, name: str = "trace") -> Workload:
+    """A recorded iteration as a workload: the records of ``policy`` (default the first one
+    in the trace). ``max_tokens`` defaults to the trace's ``max_tokens`` or its longest output.
+    Raises ValueError when the policy has no records or a (group, index) repeats."""
+    chosen = policy if policy is not None else rows[0]["policy"]
+    mine = [r for r in rows if r["policy"] == chosen]
+    if not mine:
+        raise ValueError(f"{name}: no records of policy '{chosen}' (has: {', '.join(trace_policies(rows))})")
     by_group: dict[int, dict[int, tuple[int, int]]] = {}
-    for r in rows:
-        by_group.setdefault(r["group"], {})[r["index"]] = (r["prompt_tokens"], r["output_tokens"])
+    for r in mine:
+        slot = by_group.setdefault(r["group"], {})
+        if r["index"] in slot:
+            raise ValueError(f"{name}: request g{r['group']}-r{r['index']} appears twice")
+        slot[r["index"]] = (r["prompt_tokens"], r["output_tokens"])
     groups = [[g[i] for i in sorted(g)] for _, g in sorted(by_group.items())]
-    cap = max_tokens or max(int(r["max_tokens"] or 0) for r in rows) or max(o for g in groups for _, o in g)
-    return Workload(f"trace:{path}", groups, cap, cluster, {"trace": path, "policy": chosen})
+    cap = max_tokens or max(r["max_tokens"] for r in mine) or max(o for g in groups for _, o in g)
+    groups = [[(p, min(o, cap)) for p, o in g] for g in groups]
+    return Workload(name, groups, cap, cluster, {"trace": name, "policy": chosen})
+
+
+def trace_workload(path: str, cluster: Cluster, policy: str | None = None, max_tokens: int | None = None) -> Workload:
+    """:func:`workload_from_rows` over the JSONL file at ``path``. Raises ValueError on a
+    malformed or empty trace."""
+    with open(path) as fh:
+        rows = parse_trace(fh, path)
+    return workload_from_rows(rows, cluster, policy, max_tokens, f"trace:{path}")

@@ -29,9 +29,11 @@ class TelemetryClient:
         self.seq = 0
         self.pending: list[dict] = []
 
-    def send(self, step: int, metrics: dict[str, float], trace: list[dict] | None = None) -> bool:
+    def send(self, step: int, metrics: dict[str, float], trace: list[dict] | None = None,
+             trace_meta: dict | None = None) -> bool:
         """Queue one batch (``metrics`` at iteration ``step``; optional per-request
-        ``trace`` rows) and deliver everything pending. Returns True when all got through.
+        ``trace`` rows and the set-up they ran on, ``trace_meta``) and deliver everything
+        pending. Returns True when all got through.
 
         Raises RuntimeError when the platform refuses a batch (4xx): retrying cannot help.
         """
@@ -42,6 +44,8 @@ class TelemetryClient:
         batch = {"seq": self.seq, "points": [{"name": k, "step": step, "value": v} for k, v in finite.items()]}
         if trace is not None:
             batch["trace"] = {"iteration": step, "requests": trace}
+            if trace_meta is not None:
+                batch["trace"]["meta"] = trace_meta
         self.pending.append(batch)
         if not self.url:
             log.info("metrics step %s: %s", step, metrics)

@@ -1,0 +1,106 @@
+"""The what-if form: a workload (preset, a run's trace, or an uploaded trace), cluster shape
+overrides and the policies to simulate. Every bad input becomes a field error."""
+from __future__ import annotations
+
+from django import forms
+
+from runs.selectors import visible_runs
+from umbra.sim.workload import PRESETS
+
+POLICY_CHOICES = [(n, n) for n in ("static-group", "request-lb", "seer-divided", "seer-no-spec", "seer",
+                                   "seer-no-context", "seer-no-divided", "oracle-lfs")]
+MAX_TRACE_BYTES = 5 * 1024 * 1024
+MAX_TRACE_REQUESTS = 20_000
+
+
+class SimulationForm(forms.Form):
+    """``cleaned_data`` gains ``params`` (JSON for Simulation.params), ``trace`` (records or
+    None) and ``source_run`` (a Run or None)."""
+
+    workload = forms.ChoiceField(choices=[(p, f"preset: {p}") for p in PRESETS] +
+                                 [("run", "a run's trace"), ("upload", "an uploaded trace (JSONL)")])
+    group_size = forms.TypedChoiceField(choices=[(8, "8"), (16, "16")], coerce=int, initial=8,
+                                        help_text="G of a preset workload")
+    run = forms.IntegerField(required=False, min_value=1, help_text="run id (workload: a run's trace)")
+    iteration = forms.IntegerField(required=False, min_value=0, help_text="default: the run's last iteration")
+    trace_file = forms.FileField(required=False, help_text="JSONL from `umbra bench rollout --trace` or a "
+                                                           "run's trace download, at most 5 MiB")
+    trace_policy = forms.CharField(required=False, max_length=40, help_text="which policy's records of the trace")
+    instances = forms.IntegerField(required=False, min_value=1, max_value=4096)
+    kv_tokens = forms.IntegerField(required=False, min_value=1, max_value=10**10, label="KV tokens per instance")
+    max_batch = forms.IntegerField(required=False, min_value=1, max_value=65_536, label="max batch per instance")
+    policies = forms.MultipleChoiceField(choices=POLICY_CHOICES, widget=forms.CheckboxSelectMultiple,
+                                         initial=["static-group", "request-lb", "seer-no-spec", "seer", "oracle-lfs"])
+    accept_len = forms.FloatField(min_value=1.0, max_value=8.9, initial=2.0,
+                                  help_text="grouped speculative decoding: tokens per step at full draft length")
+    shared_kv = forms.BooleanField(required=False, label="shared KV pool (migrations re-prefill nothing)")
+
+    def __init__(self, *args, user=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.user = user
+
+    def clean(self):
+        from umbra.sim.workload import parse_trace, trace_policies
+
+        data = super().clean()
+        kind = data.get("workload")
+        if kind is None or self.errors:
+            return data
+        trace, run = None, None
+        if kind == "run":
+            if not data.get("run"):
+                self.add_error("run", "give the id of a run with a trace")
+                return data
+            run = visible_runs(self.user).filter(pk=data["run"]).first()
+            if run is None:
+                self.add_error("run", "no such run")
+                return data
+            from whatif.services import run_trace_rows
+
+            try:
+                trace = run_trace_rows(run, data.get("iteration"))
+            except ValueError as exc:
+                self.add_error("run", str(exc))
+                return data
+        elif kind == "upload":
+            f = data.get("trace_file")
+            if f is None:
+                self.add_error("trace_file", "choose a JSONL trace file")
+                return data
+            if f.size > MAX_TRACE_BYTES:
+                self.add_error("trace_file", f"the file is {f.size} bytes; at most {MAX_TRACE_BYTES}")
+                return data
+            try:
+                trace = parse_trace(f.read().splitlines(), f.name)
+            except ValueError as exc:
+                self.add_error("trace_file", str(exc))
+                return data
+        if trace is not None:
+            if len(trace) > MAX_TRACE_REQUESTS:
+                self.add_error("trace_file" if kind == "upload" else "run",
+                               f"{len(trace)} requests; at most {MAX_TRACE_REQUESTS}")
+                return data
+            policy = data.get("trace_policy") or None
+            if policy is not None and policy not in trace_policies(trace):
+                self.add_error("trace_policy", f"the trace records: {', '.join(trace_policies(trace)) or '(none)'}")
+                return data
+        label = kind if kind in PRESETS else (f"run #{run.pk}" if run else f"upload {data['trace_file'].name}")[:200]
+        params = {"workload": kind, "label": label, "group_size": data.get("group_size") or 8,
+                  "instances": data.get("instances"), "kv_tokens": data.get("kv_tokens"),
+                  "max_batch": data.get("max_batch"), "policies": data.get("policies") or [],
+                  "accept_len": data.get("accept_len"), "shared_kv": bool(data.get("shared_kv")),
+                  "trace_policy": data.get("trace_policy") or None, "iteration": data.get("iteration")}
+        if not self.errors:
+            from whatif.services import workload_for
+
+            try:  # build it once here so that a bad combination is a form error, not a failed task
+                w = workload_for(params, trace)
+            except ValueError as exc:
+                self.add_error(None, str(exc))
+                return data
+            try:
+                w.cluster.concurrency_cap(w.max_len)
+            except ValueError as exc:
+                self.add_error("kv_tokens", str(exc))
+        data.update(params=params, trace=trace, source_run=run)
+        return data

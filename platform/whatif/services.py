@@ -1,0 +1,66 @@
+"""What-if simulations: build the workload a form asked for and run ``umbra.sim`` on it."""
+from __future__ import annotations
+
+from umbra.sim.workload import PRESETS
+
+MAX_CHART_REQUESTS = 2000  # per policy: what the result page draws (every k-th request)
+MAX_CHART_CHUNKS = 50
+
+
+def workload_for(params: dict, trace: list[dict] | None):
+    """The simulator workload of a stored simulation. Raises ValueError on a bad trace."""
+    from umbra.sim.cli import trace_cluster_workload
+    from umbra.sim.step_model import CPU_SMOLLM2
+    from umbra.sim.workload import Cluster, preset_workload
+
+    if params["workload"] in PRESETS:
+        w = preset_workload(params["workload"], params["group_size"], params.get("seed", 0))
+        c = w.cluster
+        w.cluster = Cluster(params.get("instances") or c.instances, params.get("kv_tokens") or c.kv_tokens,
+                            params.get("max_batch") or c.max_batch, c.step)
+        return w
+    return trace_cluster_workload(trace or [], params.get("trace_policy"), params.get("instances"),
+                                  params.get("kv_tokens"), params.get("max_batch"), CPU_SMOLLM2, params["label"])
+
+
+def simulate(params: dict, trace: list[dict] | None) -> dict:
+    """Run every requested policy; returns ``{"policies": {name: row}, "charts": {name: trace},
+    "workload": {...}}`` where chart traces hold at most MAX_CHART_REQUESTS requests."""
+    from umbra.sim.cli import simulate_policies
+    from umbra.sim.spec_model import SpecModel
+
+    workload = workload_for(params, trace)
+    chunk = params.get("chunk_tokens") or max(64, workload.max_tokens // 32)
+    spec = SpecModel.from_accept_len(params["accept_len"])
+    results = simulate_policies(workload, params["policies"], chunk, spec, params["shared_kv"])
+    charts = {}
+    for name, row in results.items():
+        records = row.pop("records")
+        step = max(1, len(records) // MAX_CHART_REQUESTS)
+        charts[name] = {"iteration": 0, "requests": [{**r, "chunks": r["chunks"][:MAX_CHART_CHUNKS]}
+                                                     for r in records[::step]]}
+    return {"policies": results, "charts": charts, "chunk_tokens": chunk,
+            "workload": {"name": workload.name, "requests": sum(len(g) for g in workload.groups),
+                         "groups": len(workload.groups), "max_tokens": workload.max_tokens,
+                         "instances": workload.cluster.instances, "kv_tokens": workload.cluster.kv_tokens,
+                         "max_batch": workload.cluster.max_batch}}
+
+
+def run_trace_rows(run, iteration: int | None = None) -> list[dict]:
+    """A run's stored trace (the last iteration unless ``iteration``) as trace records with
+    its set-up. Raises ValueError when the run has no such trace."""
+    traces = run.traces.order_by("-iteration")
+    t = traces.filter(iteration=iteration).first() if iteration is not None else traces.first()
+    if t is None:
+        raise ValueError(f"run #{run.pk} has no trace{'' if iteration is None else f' for iteration {iteration}'}")
+    meta = t.meta or {}
+    cfg = run.config or {}
+    policy = meta.get("policy") or cfg.get("rollout_policy", "")
+    rows = []
+    for r in t.requests:
+        rows.append({"policy": policy, "group": r["group"], "index": r["index"],
+                     "prompt_tokens": r.get("prompt_tokens") or 1, "output_tokens": max(1, r["output_tokens"]),
+                     "max_tokens": meta.get("max_tokens") or cfg.get("max_tokens") or 0,
+                     "instances": meta.get("instances") or cfg.get("rollout_instances") or 0,
+                     "capacity": meta.get("capacity") or 0})
+    return rows

@@ -1,0 +1,111 @@
+"""What-if simulations: the form refuses bad input with field errors and stores nothing; a
+team's simulations stay its own; a run's trace downloads as JSONL and feeds the simulator."""
+import json
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+
+from runs.models import Experiment, Run
+from teams.models import Membership, Team
+from telemetry.models import IterationTrace
+from whatif.models import Simulation
+
+pytestmark = pytest.mark.django_db
+
+TRACE = [{"policy": "seer", "group": g, "index": i, "prompt_tokens": 40, "output_tokens": 20 + 30 * g + 7 * i,
+          "max_tokens": 256, "instances": 2, "capacity": 4} for g in range(3) for i in range(4)]
+
+
+def _jsonl(rows) -> bytes:
+    return ("\n".join(json.dumps(r) for r in rows) + "\n").encode()
+
+
+def _post(client, team, **fields):
+    data = {"workload": "upload", "group_size": "8", "policies": ["static-group", "seer"], "accept_len": "2.0"}
+    data.update(fields)
+    return client.post(f"/teams/{team.slug}/whatif/", data)
+
+
+def _run_with_trace(team, user, iteration=0):
+    exp = Experiment.objects.create(team=team, name=f"e{team.slug}")
+    run = Run.objects.create(experiment=exp, created_by=user, state=Run.State.SUCCEEDED,
+                             config={"rollout_policy": "seer", "rollout_instances": 2, "max_tokens": 256,
+                                     "kv_cache_gib": 1})
+    IterationTrace.objects.create(run=run, iteration=iteration, meta={"policy": "seer", "instances": 2, "capacity": 4,
+                                                                      "kv_cache_gib": 1, "max_tokens": 256},
+                                  requests=[{k: v for k, v in r.items() if k not in ("policy", "max_tokens", "instances",
+                                                                                    "capacity")}
+                                            | {"instance": 0, "start_s": 0.0, "finish_s": 1.0, "chunks": []}
+                                            for r in TRACE])
+    return run
+
+
+@pytest.mark.parametrize("fields,field,msg", [
+    ({"workload": "nope"}, "workload", "valid choice"),
+    ({}, "trace_file", "choose a JSONL trace file"),
+    ({"trace_file": SimpleUploadedFile("t.jsonl", b'{"group": 0}\n')}, "trace_file", "not a trace record"),
+    ({"trace_file": SimpleUploadedFile("t.jsonl", b"\x00\xff garbage")}, "trace_file", "not a trace record"),
+    ({"trace_file": SimpleUploadedFile("t.jsonl", b" " * (5 * 1024 * 1024 + 1))}, "trace_file", "at most"),
+    ({"trace_file": SimpleUploadedFile("t.jsonl", _jsonl(TRACE)), "trace_policy": "oracle"}, "trace_policy",
+     "the trace records: seer"),
+    ({"trace_file": SimpleUploadedFile("t.jsonl", _jsonl(TRACE)), "kv_tokens": "10"}, "kv_tokens", "no request fits the KV cache"),
+    ({"workload": "run"}, "run", "give the id"),
+    ({"workload": "run", "run": "999999"}, "run", "no such run"),
+    ({"workload": "moonlight", "policies": ["bogus"]}, "policies", "valid choice"),
+    ({"workload": "moonlight", "accept_len": "50"}, "accept_len", "less than or equal"),
+    ({"workload": "moonlight", "instances": "0"}, "instances", "greater than or equal"),
+    ({"workload": "kimi-k2", "group_size": "7"}, "group_size", "valid choice"),
+])
+def test_bad_input_gets_a_field_error_and_stores_nothing(client, team_user, fields, field, msg):
+    team, user = team_user
+    client.force_login(user)
+    resp = _post(client, team, **fields)
+    assert resp.status_code == 400
+    errors = resp.context["form"].errors
+    assert msg in " ".join(errors.get(field, []) + errors.get("__all__", [])), errors
+    assert Simulation.objects.count() == 0
+
+
+def test_another_teams_run_and_simulation_are_invisible(client, team_user, django_user_model):
+    team, user = team_user
+    other = Team.objects.create(name="Beta", slug="beta")
+    bob = django_user_model.objects.create_user("bob", password="pw-beta-1234")
+    Membership.objects.create(user=bob, team=other, role=Membership.Role.MEMBER)
+    their_run = _run_with_trace(other, bob)
+    theirs = Simulation.objects.create(team=other, created_by=bob, label="x", params={"policies": []})
+    client.force_login(user)
+    resp = _post(client, team, workload="run", run=str(their_run.pk))
+    assert resp.status_code == 400 and "no such run" in str(resp.context["form"].errors)
+    assert client.get(f"/whatif/{theirs.pk}/").status_code == 404
+    assert client.get(f"/whatif/{theirs.pk}.json").status_code == 404
+    assert client.get(f"/api/runs/{their_run.pk}/trace.jsonl").status_code == 404
+    assert client.get("/teams/beta/whatif/").status_code == 404
+
+
+def test_viewer_cannot_start_a_simulation(client, team_user, django_user_model):
+    team, _ = team_user
+    viewer = django_user_model.objects.create_user("vera", password="pw-vera-1234")
+    Membership.objects.create(user=viewer, team=team, role=Membership.Role.VIEWER)
+    client.force_login(viewer)
+    assert client.get(f"/teams/{team.slug}/whatif/").status_code == 200
+    assert _post(client, team, workload="moonlight").status_code == 403
+    assert Simulation.objects.count() == 0
+
+
+def test_trace_download_round_trips_into_the_simulator(client, team_user):
+    from umbra.sim.workload import parse_trace
+
+    team, user = team_user
+    run = _run_with_trace(team, user)
+    client.force_login(user)
+    resp = client.get(f"/api/runs/{run.pk}/trace.jsonl")
+    assert resp.status_code == 200 and resp["Content-Type"] == "application/x-ndjson"
+    rows = parse_trace(resp.content.decode().splitlines())
+    assert len(rows) == len(TRACE) and rows[0]["capacity"] == 4 and rows[0]["policy"] == "seer"
+    assert client.get(f"/api/runs/{run.pk}/trace.jsonl?iteration=x").status_code == 400
+    assert client.get(f"/api/runs/{run.pk}/trace.jsonl?iteration=7").status_code == 404
+    # and the what-if form accepts the run's trace
+    resp = _post(client, team, workload="run", run=str(run.pk))
+    assert resp.status_code == 302, resp.context and resp.context["form"].errors
+    sim = Simulation.objects.get()
+    assert sim.source_run == run and len(sim.trace) == len(TRACE) and sim.state == "queued"

@@ -1,0 +1,89 @@
+"""``umbra bench profile``: measure the real engine's step time and fit the simulator's
+step model ``T = c0 + c_seq * batch + c_ctx * context_tokens`` (+ ``c_prefill`` per prefilled
+token); prints a table and saves the fit as JSON for ``umbra sim --step-model``.
+
+Every instance gets the same batch at the same time, so the fit includes the sharing of
+this machine's cores by the instances, as in a real rollout.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+BATCHES = (1, 2, 4, 8, 16, 31)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", default="tiny", help="tiny, smollm2 or a model folder")
+    p.add_argument("--instances", type=int, default=2)
+    p.add_argument("--batches", default=",".join(map(str, BATCHES)), help="batch sizes to time")
+    p.add_argument("--tokens", type=int, default=64, help="decode tokens per request and batch")
+    p.add_argument("--prompt-tokens", type=int, default=160, help="prompt length of the timed requests")
+    p.add_argument("--kv-cache-gib", type=int, default=1)
+    p.add_argument("--out", default="var/step-model.json", help="where to save the fitted step model")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the profile; returns the exit code (2 on bad input)."""
+    try:
+        batches = sorted({int(b) for b in args.batches.split(",") if b.strip()})
+        if not batches or batches[0] < 1:
+            raise ValueError("--batches must list sizes >= 1")
+        for flag in ("instances", "tokens", "prompt_tokens", "kv_cache_gib"):
+            if getattr(args, flag) < 1:
+                raise ValueError(f"--{flag.replace('_', '-')} must be >= 1")
+        if not os.path.isdir(os.path.dirname(os.path.abspath(args.out))):
+            raise ValueError(f"--out: folder of {args.out} does not exist")
+    except ValueError as exc:
+        print(f"umbra bench profile: {exc}", file=sys.stderr)
+        return 2
+    import ray
+
+    from umbra.models.prepare import prepare
+    from umbra.models.registry import NAMED_MODELS, context_length, resolve_model
+    from umbra.rollout.instance import start_instances
+    from umbra.sim.step_model import StepModel, fit
+
+    try:
+        path = str(prepare(args.model) if args.model in NAMED_MODELS else resolve_model(args.model))
+        max_len = min(context_length(args.model), 2 * args.prompt_tokens + args.tokens + 8)
+    except (ValueError, FileNotFoundError) as exc:
+        print(f"umbra bench profile: {exc}", file=sys.stderr)
+        return 2
+    ray.init(address="local", include_dashboard=False, ignore_reinit_error=True, log_to_driver=False)
+    insts = start_instances(args.instances, path, max_len, max(batches), 0, args.kv_cache_gib)
+    prompt = lambda k, salt: [1 + (salt * 7919 + t * 31) % 200 for t in range(k)]  # noqa: E731 - distinct, no cache hits
+
+    def timed(batch: int, tokens: int, prompt_len: int, salt: int) -> float:
+        """Seconds until every instance finished ``batch`` requests of ``tokens`` tokens (mean)."""
+        refs = {i: [inst.generate_chunk.remote(f"p{salt}-{i}-{j}", salt, prompt(prompt_len, salt * 1000 + i * 100 + j),
+                                               [], tokens, j, 1.0, True) for j in range(batch)]
+                for i, inst in enumerate(insts)}
+        t0 = time.time()
+        ends = [max(o["finish_s"] for o in ray.get(r)) for r in refs.values()]
+        return sum(e - t0 for e in ends) / len(ends)
+
+    timed(2, 4, 8, 0)  # warm-up
+    samples, rows = [], []
+    for n, b in enumerate(batches, 1):
+        full = timed(b, args.tokens, args.prompt_tokens, 10 * n)
+        first = timed(b, 1, args.prompt_tokens, 10 * n + 1)  # prefill + one step
+        step = (full - first) / (args.tokens - 1) if args.tokens > 1 else full
+        ctx = b * (args.prompt_tokens + args.tokens / 2)
+        samples.append((b, ctx, 0.0, step))
+        rows.append({"batch": b, "step_s": step, "context_tokens": ctx, "tok_s_per_instance": b / step,
+                     "prefill_s": first})
+        print(f"batch {b:3d}: step {step * 1000:7.1f} ms, {b / step:6.1f} tok/s per instance, "
+              f"prefill+1 step {first:.2f} s", flush=True)
+    model = fit(samples)
+    one = rows[0]
+    c_prefill = max(0.0, (one["prefill_s"] - model.seconds(1, args.prompt_tokens)) / args.prompt_tokens)
+    model = StepModel(model.c0, model.c_seq, model.c_ctx, c_prefill)
+    model.to_json(args.out, model_name=args.model, instances=args.instances, samples=rows)
+    print(json.dumps({"c0": model.c0, "c_seq": model.c_seq, "c_ctx": model.c_ctx, "c_prefill": model.c_prefill}))
+    print(f"saved {args.out}")
+    ray.get([i.shutdown.remote() for i in insts])
+    return 0
