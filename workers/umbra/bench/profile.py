@@ -21,9 +21,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--instances", type=int, default=2)
     p.add_argument("--batches", default=",".join(map(str, BATCHES)), help="batch sizes to time")
     p.add_argument("--tokens", type=int, default=64, help="decode tokens per request and batch")
-    p.add_argument("--prompt-tokens", type=int, default=160, help="prompt length of the timed requests")
+    p.add_argument("--prompt-tokens", type=int, default=160,
+                   help="prompt length of the timed requests (batches of 4 or more are also timed at 3x, "
+                        "so that the per-sequence and per-context-token costs separate)")
     p.add_argument("--kv-cache-gib", type=int, default=1)
     p.add_argument("--out", default="var/step-model.json", help="where to save the fitted step model")
+    p.add_argument("--from-trace", default=None, metavar="PATH",
+                   help="fit from a recorded rollout (`umbra bench rollout --trace`) instead of timing batches")
+    p.add_argument("--trace-policy", default=None, help="with --from-trace: whose records (default: all)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -40,6 +45,8 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"umbra bench profile: {exc}", file=sys.stderr)
         return 2
+    if args.from_trace:
+        return _from_trace(args)
     import ray
 
     from umbra.models.prepare import prepare
@@ -49,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         path = str(prepare(args.model) if args.model in NAMED_MODELS else resolve_model(args.model))
-        max_len = min(context_length(args.model), 2 * args.prompt_tokens + args.tokens + 8)
+        max_len = min(context_length(args.model), 3 * args.prompt_tokens + args.tokens + 8)
     except (ValueError, FileNotFoundError) as exc:
         print(f"umbra bench profile: {exc}", file=sys.stderr)
         return 2
@@ -68,15 +75,16 @@ def run(args: argparse.Namespace) -> int:
 
     timed(2, 4, 8, 0)  # warm-up
     samples, rows = [], []
-    for n, b in enumerate(batches, 1):
-        full = timed(b, args.tokens, args.prompt_tokens, 10 * n)
-        first = timed(b, 1, args.prompt_tokens, 10 * n + 1)  # prefill + one step
+    plan = [(b, args.prompt_tokens) for b in batches] + [(b, 3 * args.prompt_tokens) for b in batches if b >= 4]
+    for n, (b, plen) in enumerate(plan, 1):
+        full = timed(b, args.tokens, plen, 10 * n)
+        first = timed(b, 1, plen, 10 * n + 1)  # prefill + one step
         step = (full - first) / (args.tokens - 1) if args.tokens > 1 else full
-        ctx = b * (args.prompt_tokens + args.tokens / 2)
+        ctx = b * (plen + args.tokens / 2)
         samples.append((b, ctx, 0.0, step))
-        rows.append({"batch": b, "step_s": step, "context_tokens": ctx, "tok_s_per_instance": b / step,
-                     "prefill_s": first})
-        print(f"batch {b:3d}: step {step * 1000:7.1f} ms, {b / step:6.1f} tok/s per instance, "
+        rows.append({"batch": b, "prompt_tokens": plen, "step_s": step, "context_tokens": ctx,
+                     "tok_s_per_instance": b / step, "prefill_s": first})
+        print(f"batch {b:3d}, prompt {plen:4d}: step {step * 1000:7.1f} ms, {b / step:6.1f} tok/s per instance, "
               f"prefill+1 step {first:.2f} s", flush=True)
     model = fit(samples)
     one = rows[0]
@@ -86,4 +94,25 @@ def run(args: argparse.Namespace) -> int:
     print(json.dumps({"c0": model.c0, "c_seq": model.c_seq, "c_ctx": model.c_ctx, "c_prefill": model.c_prefill}))
     print(f"saved {args.out}")
     ray.get([i.shutdown.remote() for i in insts])
+    return 0
+
+
+def _from_trace(args: argparse.Namespace) -> int:
+    """Fit the step model to the chunks of a recorded rollout; returns the exit code."""
+    from umbra.sim.step_model import fit, samples_from_trace
+
+    try:
+        with open(args.from_trace) as fh:
+            records = [json.loads(line) for line in fh if line.strip()]
+        if args.trace_policy:
+            records = [r for r in records if r.get("policy") == args.trace_policy]
+        samples = samples_from_trace(records)
+        model = fit(samples)
+    except (OSError, ValueError, TypeError, KeyError) as exc:
+        print(f"umbra bench profile: {args.from_trace}: {exc}", file=sys.stderr)
+        return 2
+    model.to_json(args.out, source=args.from_trace, policy=args.trace_policy, samples=len(samples))
+    print(json.dumps({"c0": model.c0, "c_seq": model.c_seq, "c_ctx": model.c_ctx, "c_prefill": model.c_prefill,
+                      "samples": len(samples)}))
+    print(f"saved {args.out}")
     return 0

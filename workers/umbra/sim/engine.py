@@ -76,7 +76,8 @@ def simulate(policy, workload: Workload, spec: SpecModel | None = None, shared_k
             return
         g = spec.draft_length(inst.n, inst.ctx, step) if spec else 0
         per_step = spec.tokens_per_step(g) if spec else 1.0
-        inst.rate = per_step / step.seconds(inst.n, inst.ctx, spec.draft_frac * g if spec else 0.0)
+        seconds = step.seconds(inst.n, inst.ctx, spec.draft_frac * g if spec else 0.0)
+        inst.rate = per_step / (seconds * (1.0 + spec.overhead) if spec else seconds)
         dv = min(inst.heap[0][0] - inst.v, refresh)
         serial += 1
         heapq.heappush(events, (max(inst.t, inst.stall_until) + max(dv, 0.0) / inst.rate, serial, i, inst.version))

@@ -43,9 +43,10 @@ class StepModel:
             raise ValueError(f"{path}: not a step model ({exc})") from None
 
 
-# This machine (2 CPU cores, two SmolLM2-135M engines sharing them), from `umbra bench profile`;
+# This machine (2 CPU cores, two SmolLM2-135M engines sharing them): fitted by `umbra bench profile
+# --from-trace` to a static-group rollout (c_prefill from timed batches);
 # used when no profile was saved.
-CPU_SMOLLM2 = StepModel(c0=0.06, c_seq=0.0085, c_ctx=2e-6, c_prefill=0.0012)
+CPU_SMOLLM2 = StepModel(c0=0.0, c_seq=0.0081, c_ctx=4.0e-6, c_prefill=0.00054)
 
 
 def fit(samples: list[tuple[int, float, float, float]]) -> StepModel:
@@ -68,3 +69,32 @@ def fit(samples: list[tuple[int, float, float, float]]) -> StepModel:
     for k, c in zip(keep, coef):
         full[k] = max(0.0, float(c))
     return StepModel(c0=full[0], c_seq=full[1], c_ctx=full[2], c_prefill=0.0)
+
+
+def samples_from_trace(records: list[dict], min_tokens: int = 16) -> list[tuple[int, float, float, float]]:
+    """Decode samples ``(batch, context_tokens, 0, seconds per step)`` read off a recorded
+    rollout (``umbra bench rollout --trace`` records with ``chunks`` and ``prompt_tokens``):
+    per chunk of at least ``min_tokens`` tokens, its seconds per token, and the chunks running
+    on its instance at its midpoint with their contexts then (prompt + tokens so far)."""
+    chunks = []  # (instance, start, finish, tokens, context at start)
+    for r in records:
+        done = 0
+        for inst, start, finish, tokens in r.get("chunks") or []:
+            chunks.append((inst, start, finish, tokens, r.get("prompt_tokens") or 0) + (done,))
+            done += tokens
+    by_inst: dict[int, list] = {}
+    for c in chunks:
+        by_inst.setdefault(c[0], []).append(c)
+    samples = []
+    for inst, cs in by_inst.items():
+        for _, start, finish, tokens, prompt, done in cs:
+            if tokens < min_tokens or finish <= start:
+                continue
+            mid = (start + finish) / 2
+            batch, ctx = 0, 0.0
+            for _, s2, f2, t2, p2, d2 in cs:
+                if s2 <= mid < f2:
+                    batch += 1
+                    ctx += p2 + d2 + t2 * (mid - s2) / (f2 - s2)
+            samples.append((batch, ctx, 0.0, (finish - start) / tokens))
+    return samples
