@@ -25,7 +25,12 @@ interface PolicyRow {
 interface SimulationResponse {
   state: string;
   error: string;
-  results: { policies: Record<string, PolicyRow>; charts: Record<string, Trace>; workload: Record<string, unknown> } | null;
+  results: {
+    policies: Record<string, PolicyRow>;
+    order?: string[];
+    charts: Record<string, Trace>;
+    workload: Record<string, unknown>;
+  } | null;
 }
 
 const COLUMNS: [keyof PolicyRow, string, (v: number | null | undefined) => string][] = [
@@ -39,7 +44,11 @@ const COLUMNS: [keyof PolicyRow, string, (v: number | null | undefined) => strin
 ];
 
 /** The results table; a "measured" row first when the workload is a run's trace. */
-export function summaryTable(policies: Record<string, PolicyRow>, measured: Record<string, number> | null): HTMLTableElement {
+export function summaryTable(
+  policies: Record<string, PolicyRow>,
+  order: string[],
+  measured: Record<string, number> | null,
+): HTMLTableElement {
   const table = document.createElement("table");
   table.id = "whatif-summary";
   const head = table.insertRow();
@@ -58,7 +67,8 @@ export function summaryTable(policies: Record<string, PolicyRow>, measured: Reco
       tr.insertCell().textContent = formatNumber(v);
     }
   }
-  for (const [name, row] of Object.entries(policies)) {
+  for (const name of order) {
+    const row = policies[name];
     const tr = table.insertRow();
     tr.dataset.policy = name;
     tr.insertCell().textContent = name;
@@ -92,10 +102,11 @@ function barChart(parent: HTMLElement, title: string, names: string[], values: n
 
 function render(root: HTMLElement, sim: SimulationResponse, measured: Record<string, number> | null): void {
   const res = sim.results!;
-  const names = Object.keys(res.policies);
+  // the server's JSON (PostgreSQL jsonb) loses key order: "order" keeps the requested one
+  const names = (res.order ?? Object.keys(res.policies)).filter((n) => n in res.policies);
   const grid = document.createElement("div");
   grid.className = "chart-grid";
-  root.append(summaryTable(res.policies, measured), grid);
+  root.append(summaryTable(res.policies, names, measured), grid);
   barChart(grid, "throughput vs static-group", names, names.map((n) => res.policies[n].throughput_vs_static ?? 0));
   barChart(grid, "tail time vs static-group", names, names.map((n) => res.policies[n].tail_vs_static ?? 0));
   for (const name of names) {

@@ -24,8 +24,9 @@ def workload_for(params: dict, trace: list[dict] | None):
 
 
 def simulate(params: dict, trace: list[dict] | None) -> dict:
-    """Run every requested policy; returns ``{"policies": {name: row}, "charts": {name: trace},
-    "workload": {...}}`` where chart traces hold at most MAX_CHART_REQUESTS requests."""
+    """Run every requested policy; returns ``{"policies": {name: row}, "order": [names],
+    "charts": {name: trace}, "workload": {...}}`` where chart traces hold at most
+    MAX_CHART_REQUESTS requests."""
     from umbra.sim.cli import simulate_policies
     from umbra.sim.spec_model import SpecModel
 
@@ -39,7 +40,8 @@ def simulate(params: dict, trace: list[dict] | None) -> dict:
         step = max(1, len(records) // MAX_CHART_REQUESTS)
         charts[name] = {"iteration": 0, "requests": [{**r, "chunks": r["chunks"][:MAX_CHART_CHUNKS]}
                                                      for r in records[::step]]}
-    return {"policies": results, "charts": charts, "chunk_tokens": chunk,
+    # jsonb keeps no key order: "order" keeps the requested one for the page
+    return {"policies": results, "order": list(results), "charts": charts, "chunk_tokens": chunk,
             "workload": {"name": workload.name, "requests": sum(len(g) for g in workload.groups),
                          "groups": len(workload.groups), "max_tokens": workload.max_tokens,
                          "instances": workload.cluster.instances, "kv_tokens": workload.cluster.kv_tokens,

@@ -31,7 +31,8 @@ def test_uploaded_trace_is_simulated_by_the_worker(client, team_user, live_worke
     assert sim.state == "done", f"{sim.state} {sim.error}\n{live_worker.read_text()[-2000:]}"
     data = client.get(f"/whatif/{sim.pk}.json").json()
     pol = data["results"]["policies"]
-    assert list(pol) == ["static-group", "seer-no-spec", "seer", "oracle-lfs"]
+    assert data["results"]["order"] == ["static-group", "seer-no-spec", "seer", "oracle-lfs"] == sorted(pol, key=list(
+        data["results"]["order"]).index)
     assert all(p["output_tokens"] == sum(r["output_tokens"] for r in rows) for p in pol.values())
     assert pol["static-group"]["throughput_vs_static"] == 1.0
     assert len(data["results"]["charts"]["seer"]["requests"]) == len(rows)
