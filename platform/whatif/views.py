@@ -51,8 +51,13 @@ def simulation(request, pk: int):
         from telemetry.selectors import series_for
 
         series = series_for(sim.source_run)
-        measured = {k: series[k][-1][1] for k in ("rollout/time_s", "rollout/throughput_tok_s", "rollout/tail_time_s")
-                    if series.get(k)}
+        it = sim.params.get("iteration")
+        measured = {}
+        for k in ("rollout/time_s", "rollout/throughput_tok_s", "rollout/tail_time_s"):
+            points = [p for p in series.get(k, []) if it is None or p[0] == it]
+            if points:  # the traced iteration's value (the last one by default, as the trace)
+                measured[k] = points[-1][1]
+        measured = measured or None
     return render(request, "whatif/detail.html", {"sim": sim, "measured": measured})
 
 

@@ -7,7 +7,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from runs.models import Experiment, Run
 from teams.models import Membership, Team
-from telemetry.models import IterationTrace
+from telemetry.models import IterationTrace, MetricPoint
 from whatif.models import Simulation
 
 pytestmark = pytest.mark.django_db
@@ -109,3 +109,6 @@ def test_trace_download_round_trips_into_the_simulator(client, team_user):
     assert resp.status_code == 302, resp.context and resp.context["form"].errors
     sim = Simulation.objects.get()
     assert sim.source_run == run and len(sim.trace) == len(TRACE) and sim.state == "queued"
+    MetricPoint.objects.create(run=run, name="rollout/time_s", step=0, value=123.5)
+    page = client.get(f"/whatif/{sim.pk}/")
+    assert page.status_code == 200 and page.context["measured"] == {"rollout/time_s": 123.5}

@@ -78,7 +78,7 @@ def simulate_policies(workload, names: list[str], chunk_tokens: int, spec, share
     from umbra.sim.engine import simulate
 
     lengths = {f"g{g}-r{i}": o for g, grp in enumerate(workload.groups) for i, (_, o) in enumerate(grp)}
-    block = 16
+    block = 16  # simulated KV blocks: chunk ends aligned as on CUDA engines
     out = {}
     for name in names:
         v = variant(name, chunk_tokens, block)
