@@ -11,14 +11,11 @@ def workload_for(params: dict, trace: list[dict] | None):
     """The simulator workload of a stored simulation. Raises ValueError on a bad trace."""
     from umbra.sim.cli import trace_cluster_workload
     from umbra.sim.step_model import CPU_SMOLLM2
-    from umbra.sim.workload import Cluster, preset_workload
+    from umbra.sim.workload import preset_workload, with_cluster
 
     if params["workload"] in PRESETS:
-        w = preset_workload(params["workload"], params["group_size"], params.get("seed", 0))
-        c = w.cluster
-        w.cluster = Cluster(params.get("instances") or c.instances, params.get("kv_tokens") or c.kv_tokens,
-                            params.get("max_batch") or c.max_batch, c.step)
-        return w
+        return with_cluster(preset_workload(params["workload"], params["group_size"], params.get("seed", 0)),
+                            params.get("instances"), params.get("kv_tokens"), params.get("max_batch"))
     return trace_cluster_workload(trace or [], params.get("trace_policy"), params.get("instances"),
                                   params.get("kv_tokens"), params.get("max_batch"), CPU_SMOLLM2, params["label"])
 

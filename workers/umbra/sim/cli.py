@@ -39,7 +39,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def _workload(args):
     from umbra.sim.step_model import CPU_SMOLLM2, StepModel
-    from umbra.sim.workload import Cluster, parse_trace, preset_workload
+    from umbra.sim.workload import parse_trace, preset_workload, with_cluster
 
     step = StepModel.from_json(args.step_model) if args.step_model else None
     if args.workload.startswith("trace:"):
@@ -50,11 +50,8 @@ def _workload(args):
             rows = parse_trace(fh, path)
         return trace_cluster_workload(rows, args.trace_policy, args.instances, args.kv_tokens, args.max_batch,
                                       step or CPU_SMOLLM2, args.workload)
-    w = preset_workload(args.workload, args.group_size, args.seed, step)
-    c = w.cluster
-    w.cluster = Cluster(args.instances or c.instances, args.kv_tokens or c.kv_tokens, args.max_batch or c.max_batch,
-                        c.step)
-    return w
+    return with_cluster(preset_workload(args.workload, args.group_size, args.seed, step), args.instances,
+                        args.kv_tokens, args.max_batch)
 
 
 def trace_cluster_workload(rows: list[dict], policy: str | None, instances: int | None, kv_tokens: int | None,

@@ -53,6 +53,14 @@ class Workload:
         return max(p for g in self.groups for p, _ in g) + self.max_tokens
 
 
+def with_cluster(w: Workload, instances: int | None = None, kv_tokens: int | None = None,
+                 max_batch: int | None = None) -> Workload:
+    """``w`` on its cluster with the given fields overridden (None keeps a field)."""
+    c = w.cluster
+    w.cluster = Cluster(instances or c.instances, kv_tokens or c.kv_tokens, max_batch or c.max_batch, c.step)
+    return w
+
+
 @dataclass(frozen=True)
 class Preset:
     """A workload shape: Seer Table 3's instance count, requests per iteration, max and mean
