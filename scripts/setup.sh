@@ -22,6 +22,7 @@ if [ "$(cat var/.setup-python 2>/dev/null)" != "$(stamp_of)" ]; then
 fi
 
 if [ ! -f platform/static/build/dashboard.js ] || [ ! -f platform/static/build/compare.js ] \
+   || [ ! -f platform/static/build/whatif.js ] \
    || [ frontend/package-lock.json -nt platform/static/build/dashboard.js ] \
    || [ -n "$(find frontend/src frontend/vite.config.ts -newer platform/static/build/dashboard.js 2>/dev/null)" ]; then
   step "Front-end build (npm ci, vite build)"

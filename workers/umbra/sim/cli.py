@@ -95,7 +95,7 @@ def simulate_policies(workload, names: list[str], chunk_tokens: int, spec, share
     for r in out.values():
         if base:
             r["throughput_vs_static"] = r["throughput_tok_s"] / base["throughput_tok_s"]
-            r["tail_vs_static"] = r["tail_time_s"] / base["tail_time_s"] if base["tail_time_s"] else None
+            r["tail_vs_static"] = r["tail_time_s"] / base["tail_time_s"] if base["tail_time_s"] > 1e-3 else None
     return out
 
 
@@ -146,8 +146,11 @@ def run(args: argparse.Namespace) -> int:
 def print_table(results: dict, labels: dict | None = None) -> None:
     """One row per policy: FIELDS and the ratios to static-group."""
     cols = ("policy",) + FIELDS + ("throughput_vs_static", "tail_vs_static")
-    print(" | ".join(f"{c:>14}" for c in cols))
-    for name, r in results.items():
-        cells = [(labels or {}).get(name, name)] + [r.get(c) for c in cols[1:]]
-        print(" | ".join(f"{c:>14.3f}" if isinstance(c, float) else f"{str(c):>14}" for c in cells))
+    names = [(labels or {}).get(n, n) for n in results]
+    first = max([len(cols[0])] + [len(n) for n in names])
+    print(" | ".join([f"{cols[0]:<{first}}"] + [f"{c:>14}" for c in cols[1:]]))
+    for name, r in zip(names, results.values()):
+        cells = [r.get(c) for c in cols[1:]]
+        print(" | ".join([f"{name:<{first}}"] + [f"{c:>14.3f}" if isinstance(c, float) else f"{str(c):>14}"
+                                                for c in cells]))
 

@@ -68,6 +68,9 @@ def fit(samples: list[tuple[int, float, float, float]]) -> StepModel:
     full = [0.0, 0.0, 0.0]
     for k, c in zip(keep, coef):
         full[k] = max(0.0, float(c))
+    if full[0] + full[1] <= 0:
+        raise ValueError("the samples do not determine a step model: they need different batch sizes "
+                         "(time more batch sizes, or record a rollout with more requests than instance slots)")
     return StepModel(c0=full[0], c_seq=full[1], c_ctx=full[2], c_prefill=0.0)
 
 
