@@ -26,7 +26,7 @@ class SimulationForm(forms.Form):
     trace_file = forms.FileField(required=False, help_text="JSONL from `umbra bench rollout --trace` or a "
                                                            "run's trace download, at most 5 MiB")
     trace_policy = forms.CharField(required=False, max_length=40, help_text="which policy's records of the trace")
-    instances = forms.IntegerField(required=False, min_value=1, max_value=4096)
+    instances = forms.IntegerField(required=False, min_value=1, max_value=1024)
     kv_tokens = forms.IntegerField(required=False, min_value=1, max_value=10**10, label="KV tokens per instance")
     max_batch = forms.IntegerField(required=False, min_value=1, max_value=65_536, label="max batch per instance")
     policies = forms.MultipleChoiceField(choices=POLICY_CHOICES, widget=forms.CheckboxSelectMultiple,
@@ -87,7 +87,7 @@ class SimulationForm(forms.Form):
         label = kind if kind in PRESETS else (f"run #{run.pk}" if run else f"upload {data['trace_file'].name}")[:200]
         params = {"workload": kind, "label": label, "group_size": data.get("group_size") or 8,
                   "instances": data.get("instances"), "kv_tokens": data.get("kv_tokens"),
-                  "max_batch": data.get("max_batch"), "policies": data.get("policies") or [],
+                  "max_batch": data.get("max_batch"), "policies": list(dict.fromkeys(data.get("policies") or [])),
                   "accept_len": data.get("accept_len"), "shared_kv": bool(data.get("shared_kv")),
                   "trace_policy": data.get("trace_policy") or None, "iteration": data.get("iteration")}
         if not self.errors:

@@ -55,11 +55,13 @@ def run_trace_rows(run, iteration: int | None = None) -> list[dict]:
     meta = t.meta or {}
     cfg = run.config or {}
     policy = meta.get("policy") or cfg.get("rollout_policy", "")
+    from umbra.sim.workload import trace_row
+
     rows = []
-    for r in t.requests:
-        rows.append({"policy": policy, "group": r["group"], "index": r["index"],
-                     "prompt_tokens": r.get("prompt_tokens") or 1, "output_tokens": max(1, r["output_tokens"]),
-                     "max_tokens": meta.get("max_tokens") or cfg.get("max_tokens") or 0,
-                     "instances": meta.get("instances") or cfg.get("rollout_instances") or 0,
-                     "capacity": meta.get("capacity") or 0})
+    for r in t.requests:  # the simulator's bounds apply to stored traces too
+        rows.append(trace_row({"policy": policy, "group": r["group"], "index": r["index"],
+                               "prompt_tokens": r.get("prompt_tokens") or 1, "output_tokens": max(1, r["output_tokens"]),
+                               "max_tokens": meta.get("max_tokens") or cfg.get("max_tokens") or 0,
+                               "instances": meta.get("instances") or cfg.get("rollout_instances") or 0,
+                               "capacity": meta.get("capacity") or 0}))
     return rows

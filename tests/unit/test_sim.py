@@ -136,5 +136,6 @@ def test_step_model_fit_recovers_coefficients(tmp_path):
     assert got.c0 == pytest.approx(0.05, rel=1e-6) and got.c_seq == pytest.approx(0.004, rel=1e-6)
     got.to_json(str(tmp_path / "m.json"))
     assert StepModel.from_json(str(tmp_path / "m.json")) == got
-    with pytest.raises(ValueError):
-        StepModel(-1, 0, 0, 0)
+    for bad in ((-1, 0, 0, 0), (float("nan"), 0.01, 0, 0), (1, 1, 0, float("inf")), (5e-324, 0, 0, 0)):
+        with pytest.raises(ValueError):
+            StepModel(*bad)  # each would hang or crash the simulator

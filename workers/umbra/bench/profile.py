@@ -40,8 +40,10 @@ def run(args: argparse.Namespace) -> int:
         for flag in ("instances", "tokens", "prompt_tokens", "kv_cache_gib"):
             if getattr(args, flag) < 1:
                 raise ValueError(f"--{flag.replace('_', '-')} must be >= 1")
-        if not os.path.isdir(os.path.dirname(os.path.abspath(args.out))):
-            raise ValueError(f"--out: folder of {args.out} does not exist")
+        if not os.path.isdir(os.path.dirname(os.path.abspath(args.out))) or os.path.isdir(args.out):
+            raise ValueError(f"--out: {args.out} is a folder or its folder does not exist")
+        if args.from_trace and (not os.path.isfile(args.from_trace) or os.path.getsize(args.from_trace) > 500_000_000):
+            raise ValueError(f"--from-trace: {args.from_trace} is not a regular file of at most 500 MB")
     except ValueError as exc:
         print(f"umbra bench profile: {exc}", file=sys.stderr)
         return 2
@@ -104,12 +106,14 @@ def _from_trace(args: argparse.Namespace) -> int:
     try:
         with open(args.from_trace) as fh:
             records = [json.loads(line) for line in fh if line.strip()]
+        if not all(isinstance(r, dict) for r in records):
+            raise ValueError("every line must be a JSON object")
         if args.trace_policy:
             records = [r for r in records if r.get("policy") == args.trace_policy]
         samples = samples_from_trace(records)
         model = fit(samples)
-    except (OSError, ValueError, TypeError, KeyError) as exc:
-        print(f"umbra bench profile: {args.from_trace}: {exc}", file=sys.stderr)
+    except (OSError, ValueError, TypeError, KeyError, RecursionError) as exc:
+        print(f"umbra bench profile: {args.from_trace}: {str(exc)[:300]}", file=sys.stderr)
         return 2
     model.to_json(args.out, source=args.from_trace, policy=args.trace_policy, samples=len(samples))
     print(json.dumps({"c0": model.c0, "c_seq": model.c_seq, "c_ctx": model.c_ctx, "c_prefill": model.c_prefill,

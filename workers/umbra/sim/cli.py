@@ -11,6 +11,7 @@ import time
 
 ABLATION = (("static-group", "baseline (static-group)"), ("seer-divided", "+ divided rollout"),
             ("seer-no-spec", "+ context-aware scheduling"), ("seer", "+ grouped speculative decoding"))
+MAX_CHUNKS_PER_REQUEST = 1024  # bounds the events of a simulation
 FIELDS = ("rollout_time_s", "throughput_tok_s", "tail_time_s", "idle_frac", "preemptions", "migrations",
           "reprefill_tokens", "output_tokens")
 
@@ -44,8 +45,8 @@ def _workload(args):
     step = StepModel.from_json(args.step_model) if args.step_model else None
     if args.workload.startswith("trace:"):
         path = args.workload[len("trace:"):]
-        if not os.path.isfile(path):
-            raise ValueError(f"trace {path} not found")
+        if not os.path.isfile(path) or os.path.getsize(path) > 500_000_000:
+            raise ValueError(f"trace {path} is not a regular file of at most 500 MB")
         with open(path) as fh:
             rows = parse_trace(fh, path)
         return trace_cluster_workload(rows, args.trace_policy, args.instances, args.kv_tokens, args.max_batch,
@@ -115,8 +116,9 @@ def run(args: argparse.Namespace) -> int:
             val = getattr(args, flag)
             if val is not None and val < 1:
                 raise ValueError(f"--{flag.replace('_', '-')} must be >= 1")
-        if args.json_path and not os.path.isdir(os.path.dirname(os.path.abspath(args.json_path))):
-            raise ValueError(f"--json: folder of {args.json_path} does not exist")
+        if args.json_path and (not os.path.isdir(os.path.dirname(os.path.abspath(args.json_path)))
+                               or os.path.isdir(args.json_path)):
+            raise ValueError(f"--json: {args.json_path} is a folder or its folder does not exist")
         spec = SpecModel.from_accept_len(args.accept_len, args.draft_frac, overhead=args.spec_overhead)
         workload = _workload(args)
         workload.cluster.concurrency_cap(workload.max_len)
@@ -124,6 +126,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"umbra sim: {exc}", file=sys.stderr)
         return 2
     chunk = args.chunk_tokens or max(64, workload.max_tokens // 32)
+    if workload.max_tokens / chunk > MAX_CHUNKS_PER_REQUEST:
+        print(f"umbra sim: --chunk-tokens {chunk} would cut a {workload.max_tokens}-token request into more than "
+              f"{MAX_CHUNKS_PER_REQUEST} chunks; use at least {-(-workload.max_tokens // MAX_CHUNKS_PER_REQUEST)}",
+              file=sys.stderr)
+        return 2
     n_req = sum(len(g) for g in workload.groups)
     print(f"workload {workload.name}: {n_req} requests in {len(workload.groups)} groups, max_tokens "
           f"{workload.max_tokens}, {workload.cluster.instances} instances x {workload.cluster.kv_tokens} KV tokens, "

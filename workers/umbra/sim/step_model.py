@@ -8,6 +8,7 @@ Fitted by ``umbra bench profile`` from measurements of the real engine.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass
 
 
@@ -21,8 +22,9 @@ class StepModel:
     c_prefill: float
 
     def __post_init__(self):
-        if min(self.c0, self.c_seq, self.c_ctx, self.c_prefill) < 0 or self.c0 + self.c_seq <= 0:
-            raise ValueError("step model coefficients must be >= 0 and c0 + c_seq > 0")
+        coefs = (self.c0, self.c_seq, self.c_ctx, self.c_prefill)
+        if not all(math.isfinite(c) and 0 <= c <= 1e3 for c in coefs) or self.c0 + self.c_seq < 1e-9:
+            raise ValueError("step model coefficients must be finite, within [0, 1000] s, and c0 + c_seq >= 1e-9 s")
 
     def seconds(self, batch: int, context_tokens: float, draft_per_seq: float = 0.0) -> float:
         """One decode step of ``batch`` sequences holding ``context_tokens`` in total."""
@@ -35,11 +37,15 @@ class StepModel:
     @classmethod
     def from_json(cls, path: str) -> "StepModel":
         """Raises ValueError when the file is not a saved step model."""
+        import os
+
         try:
+            if not os.path.isfile(path) or os.path.getsize(path) > 10_000_000:
+                raise ValueError("not a regular file of at most 10 MB")
             with open(path) as fh:
                 d = json.load(fh)
             return cls(float(d["c0"]), float(d["c_seq"]), float(d["c_ctx"]), float(d["c_prefill"]))
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+        except (OSError, ValueError, KeyError, TypeError, RecursionError) as exc:
             raise ValueError(f"{path}: not a step model ({exc})") from None
 
 
@@ -68,7 +74,7 @@ def fit(samples: list[tuple[int, float, float, float]]) -> StepModel:
     full = [0.0, 0.0, 0.0]
     for k, c in zip(keep, coef):
         full[k] = max(0.0, float(c))
-    if full[0] + full[1] <= 0:
+    if full[0] + full[1] < 1e-9:
         raise ValueError("the samples do not determine a step model: they need different batch sizes "
                          "(time more batch sizes, or record a rollout with more requests than instance slots)")
     return StepModel(c0=full[0], c_seq=full[1], c_ctx=full[2], c_prefill=0.0)

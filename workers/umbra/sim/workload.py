@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import re
 from dataclasses import dataclass, field
 
 from umbra.sim.request import SimRequest
@@ -131,11 +132,40 @@ def preset_workload(name: str, group_size: int = 8, seed: int = 0, step: StepMod
     return Workload(name, groups, p.max_tokens, cluster, {"preset": name, "group_size": group_size, "seed": seed})
 
 
+# Bounds of trace fields: beyond them a trace is refused (they also bound the simulation's memory).
+TRACE_LIMITS = {"group": (0, 10_000_000), "index": (0, 10_000_000), "prompt_tokens": (1, 10_000_000),
+                "output_tokens": (1, 10_000_000), "max_tokens": (0, 10_000_000), "instances": (0, 1024),
+                "capacity": (0, 65_536)}
+_POLICY_NAME = re.compile(r"[A-Za-z0-9._:+-]{0,40}")
+
+
+def trace_row(rec) -> dict:
+    """One validated trace record (``instances``, ``capacity``, ``max_tokens`` 0 = not recorded).
+    Raises ValueError naming the bad field."""
+    if not isinstance(rec, dict):
+        raise ValueError("a record is a JSON object")
+    row = {}
+    for key, (lo, hi) in TRACE_LIMITS.items():
+        raw = rec.get(key)
+        if raw is None and key not in ("group", "index", "output_tokens"):
+            raw = 1 if key == "prompt_tokens" else 0
+        if isinstance(raw, bool) or not isinstance(raw, int):
+            raise ValueError(f"{key} must be an integer")
+        if not lo <= raw <= hi:
+            raise ValueError(f"{key} must be within [{lo}, {hi}]")
+        row[key] = raw
+    policy = rec.get("policy") or ""
+    if not isinstance(policy, str) or not _POLICY_NAME.fullmatch(policy):
+        raise ValueError("policy must be a name of at most 40 letters, digits or ._:+-")
+    row["policy"] = policy
+    return row
+
+
 def parse_trace(lines, source: str = "trace") -> list[dict]:
     """Trace records from JSONL ``lines`` (``umbra bench rollout --trace``, a run's trace
     download): one request per line with ``group``, ``index``, ``output_tokens`` and optionally
-    ``prompt_tokens``, ``policy``, ``max_tokens``, ``instances``, ``capacity``.
-    Raises ValueError naming the first bad line, or when there is no record."""
+    ``prompt_tokens``, ``policy``, ``max_tokens``, ``instances``, ``capacity`` (integers within
+    TRACE_LIMITS). Raises ValueError naming the first bad line, or when there is no record."""
     rows: list[dict] = []
     for n, line in enumerate(lines, 1):
         if isinstance(line, bytes):
@@ -143,17 +173,9 @@ def parse_trace(lines, source: str = "trace") -> list[dict]:
         if not line.strip():
             continue
         try:
-            rec = json.loads(line)
-            row = {"group": int(rec["group"]), "index": int(rec["index"]),
-                   "prompt_tokens": int(rec.get("prompt_tokens") or 1), "output_tokens": int(rec["output_tokens"]),
-                   "policy": str(rec.get("policy") or ""), "max_tokens": int(rec.get("max_tokens") or 0),
-                   "instances": int(rec.get("instances") or 0), "capacity": int(rec.get("capacity") or 0)}
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise ValueError(f"{source}:{n}: not a trace record ({exc})") from None
-        if (row["output_tokens"] < 1 or row["prompt_tokens"] < 1 or min(row["group"], row["index"]) < 0
-                or max(row["group"], row["index"]) > 10_000_000 or row["output_tokens"] > 10_000_000):
-            raise ValueError(f"{source}:{n}: token counts must be >= 1, group and index within [0, 1e7]")
-        rows.append(row)
+            rows.append(trace_row(json.loads(line)))
+        except (ValueError, RecursionError) as exc:  # JSON errors are ValueErrors too
+            raise ValueError(f"{source}:{n}: not a trace record ({str(exc)[:200]})") from None
     if not rows:
         raise ValueError(f"{source}: no trace records")
     return rows
