@@ -58,7 +58,7 @@ class SimulationForm(forms.Form):
             from whatif.services import run_trace_rows
 
             try:
-                trace = run_trace_rows(run, data.get("iteration"))
+                data["iteration"], trace = run_trace_rows(run, data.get("iteration"))
             except ValueError as exc:
                 self.add_error("run", str(exc))
                 return data

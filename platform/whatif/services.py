@@ -45,9 +45,9 @@ def simulate(params: dict, trace: list[dict] | None) -> dict:
                          "max_batch": workload.cluster.max_batch}}
 
 
-def run_trace_rows(run, iteration: int | None = None) -> list[dict]:
-    """A run's stored trace (the last iteration unless ``iteration``) as trace records with
-    its set-up. Raises ValueError when the run has no such trace."""
+def run_trace_rows(run, iteration: int | None = None) -> tuple[int, list[dict]]:
+    """``(iteration, records)``: a run's stored trace (the last iteration unless ``iteration``)
+    as trace records with its set-up. Raises ValueError when the run has no such trace."""
     traces = run.traces.order_by("-iteration")
     t = traces.filter(iteration=iteration).first() if iteration is not None else traces.first()
     if t is None:
@@ -64,4 +64,4 @@ def run_trace_rows(run, iteration: int | None = None) -> list[dict]:
                                "max_tokens": meta.get("max_tokens") or cfg.get("max_tokens") or 0,
                                "instances": meta.get("instances") or cfg.get("rollout_instances") or 0,
                                "capacity": meta.get("capacity") or 0}))
-    return rows
+    return t.iteration, rows

@@ -47,16 +47,12 @@ def simulation(request, pk: int):
     """One simulation: per-policy table and bars, timelines and latency CDFs."""
     sim = _simulation_for(request.user, pk)
     measured = None
-    if sim.source_run_id:
-        from telemetry.selectors import series_for
+    if sim.source_run_id:  # the traced iteration's measured numbers, to set beside the simulated ones
+        from telemetry.models import MetricPoint
 
-        series = series_for(sim.source_run)
-        it = sim.params.get("iteration")
-        measured = {}
-        for k in ("rollout/time_s", "rollout/throughput_tok_s", "rollout/tail_time_s"):
-            points = [p for p in series.get(k, []) if it is None or p[0] == it]
-            if points:  # the traced iteration's value (the last one by default, as the trace)
-                measured[k] = points[-1][1]
+        measured = dict(MetricPoint.objects.filter(
+            run_id=sim.source_run_id, step=sim.params.get("iteration"),
+            name__in=("rollout/time_s", "rollout/throughput_tok_s", "rollout/tail_time_s")).values_list("name", "value"))
         measured = measured or None
     return render(request, "whatif/detail.html", {"sim": sim, "measured": measured})
 

@@ -13,7 +13,7 @@ from umbra.rollout.policies import RequestLBPolicy, SeerPolicy
 from umbra.sim.engine import simulate
 from umbra.sim.spec_model import SpecModel
 from umbra.sim.step_model import StepModel, fit
-from umbra.sim.workload import Cluster, Workload, group_lengths, preset_workload, trace_workload
+from umbra.sim.workload import Cluster, Workload, group_lengths, parse_trace, preset_workload, workload_from_rows
 
 
 def workload(groups, max_tokens=10, instances=1, max_batch=8, step=None, kv_tokens=10_000):
@@ -118,6 +118,10 @@ def test_trace_round_trip_and_bad_traces(tmp_path):
             {"policy": "seer", "group": 0, "index": 0, "prompt_tokens": 5, "output_tokens": 9, "max_tokens": 9},
             {"policy": "static-group", "group": 0, "index": 0, "prompt_tokens": 5, "output_tokens": 2}]
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    def trace_workload(p, cluster, policy=None):
+        with open(p) as fh:
+            return workload_from_rows(parse_trace(fh, p), cluster, policy)
+
     w = trace_workload(str(path), Cluster(1, 1000, 4, StepModel(1, 0, 0, 0)))
     assert w.groups == [[(5, 9), (5, 7)]] and w.max_tokens == 9
     assert trace_workload(str(path), w.cluster, policy="static-group").groups == [[(5, 2)]]

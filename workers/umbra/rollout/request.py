@@ -4,8 +4,35 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 
+class RequestState:
+    """What policies and metrics read of a request, derived from ``group_id``, ``index``,
+    ``max_tokens``, ``num_generated``, ``chunks`` and ``finish_reason``; shared by the real
+    :class:`Request` and the simulator's token-free ``SimRequest``."""
+
+    __slots__ = ()
+
+    @property
+    def request_id(self) -> str:
+        return f"g{self.group_id}-r{self.index}"
+
+    @property
+    def remaining(self) -> int:
+        """Tokens this request may still generate."""
+        return self.max_tokens - self.num_generated
+
+    @property
+    def last_instance(self) -> int | None:
+        """Instance of the latest chunk (cache affinity), or None before the first."""
+        return self.chunks[-1]["instance"] if self.chunks else None
+
+    @property
+    def clipped(self) -> bool:
+        """True when the response was cut at ``max_tokens``."""
+        return self.finish_reason == "length"
+
+
 @dataclass
-class Request:
+class Request(RequestState):
     """One response being generated for group ``group_id``.
 
     Times are wall-clock seconds (``time.time()``) recorded by the instance that
@@ -38,16 +65,6 @@ class Request:
         """Prompt tokens."""
         return len(self.prompt_token_ids)
 
-    @property
-    def remaining(self) -> int:
-        """Tokens this request may still generate."""
-        return self.max_tokens - len(self.output_token_ids)
-
-    @property
-    def last_instance(self) -> int | None:
-        """Instance of the latest chunk (cache affinity), or None before the first."""
-        return self.chunks[-1]["instance"] if self.chunks else None
-
     def chunk_seed(self) -> int:
         """Sampling seed of the next chunk: a fresh stream per chunk, so chunking keeps
         sampling i.i.d. per token (the same distribution as one long request)."""
@@ -73,15 +90,6 @@ class Request:
             self.done = True
             self.finish_s = finish_s
             self.finish_reason = "stop" if finish_reason == "stop" else "length"
-
-    @property
-    def request_id(self) -> str:
-        return f"g{self.group_id}-r{self.index}"
-
-    @property
-    def clipped(self) -> bool:
-        """True when the response was cut at ``max_tokens``."""
-        return self.finish_reason == "length"
 
 
 def make_groups(prompts: list[list[int]], group_size: int, max_tokens: int, seed: int,

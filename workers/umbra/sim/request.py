@@ -3,8 +3,10 @@
 metric functions run on it (they read ``num_generated``, ``prompt_len``, ``remaining``...)."""
 from __future__ import annotations
 
+from umbra.rollout.request import RequestState
 
-class SimRequest:
+
+class SimRequest(RequestState):
     """One response of group ``group_id`` whose true output length is ``output_len``
     (known to the simulator only; policies see what a real request would show).
 
@@ -25,22 +27,6 @@ class SimRequest:
         self.start_s = self.finish_s = self.finish_reason = self.instance = None
         self.done = False
         self.policy_version = None  # simulated: no weights
-
-    @property
-    def request_id(self) -> str:
-        return f"g{self.group_id}-r{self.index}"
-
-    @property
-    def remaining(self) -> int:
-        return self.max_tokens - self.num_generated
-
-    @property
-    def last_instance(self) -> int | None:
-        return self.chunks[-1]["instance"] if self.chunks else None
-
-    @property
-    def clipped(self) -> bool:
-        return self.finish_reason == "length"
 
     def tokens_this_chunk(self, budget: int) -> int:
         """Tokens a chunk of at most ``budget`` tokens generates (it stops early at EOS)."""

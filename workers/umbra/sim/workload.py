@@ -205,11 +205,3 @@ def workload_from_rows(rows: list[dict], cluster: Cluster, policy: str | None = 
     cap = max_tokens or max(r["max_tokens"] for r in mine) or max(o for g in groups for _, o in g)
     groups = [[(p, min(o, cap)) for p, o in g] for g in groups]
     return Workload(name, groups, cap, cluster, {"trace": name, "policy": chosen})
-
-
-def trace_workload(path: str, cluster: Cluster, policy: str | None = None, max_tokens: int | None = None) -> Workload:
-    """:func:`workload_from_rows` over the JSONL file at ``path``. Raises ValueError on a
-    malformed or empty trace."""
-    with open(path) as fh:
-        rows = parse_trace(fh, path)
-    return workload_from_rows(rows, cluster, policy, max_tokens, f"trace:{path}")
