@@ -2,6 +2,8 @@
 overrides and the policies to simulate. Every bad input becomes a field error."""
 from __future__ import annotations
 
+import json
+
 from django import forms
 
 from runs.selectors import visible_runs
@@ -46,7 +48,7 @@ class SimulationForm(forms.Form):
         kind = data.get("workload")
         if kind is None or self.errors:
             return data
-        trace, run = None, None
+        trace, run, raw = None, None, []
         if kind == "run":
             if not data.get("run"):
                 self.add_error("run", "give the id of a run with a trace")
@@ -58,7 +60,7 @@ class SimulationForm(forms.Form):
             from whatif.services import run_trace_rows
 
             try:
-                data["iteration"], trace = run_trace_rows(run, data.get("iteration"))
+                data["iteration"], trace, raw = run_trace_rows(run, data.get("iteration"))
             except ValueError as exc:
                 self.add_error("run", str(exc))
                 return data
@@ -70,11 +72,13 @@ class SimulationForm(forms.Form):
             if f.size > MAX_TRACE_BYTES:
                 self.add_error("trace_file", f"the file is {f.size} bytes; at most {MAX_TRACE_BYTES}")
                 return data
+            lines = f.read().splitlines()
             try:
-                trace = parse_trace(f.read().splitlines(), f.name)
+                trace = parse_trace(lines, f.name)
             except ValueError as exc:
                 self.add_error("trace_file", str(exc))
                 return data
+            raw = [json.loads(line) for line in lines if line.strip()]  # valid JSON: parse_trace read it
         if trace is not None:
             if len(trace) > MAX_TRACE_REQUESTS:
                 self.add_error("trace_file" if kind == "upload" else "run",
@@ -90,6 +94,11 @@ class SimulationForm(forms.Form):
                   "max_batch": data.get("max_batch"), "policies": list(dict.fromkeys(data.get("policies") or [])),
                   "accept_len": data.get("accept_len"), "shared_kv": bool(data.get("shared_kv")),
                   "trace_policy": data.get("trace_policy") or None, "iteration": data.get("iteration")}
+        if trace is not None:
+            from whatif.services import fitted_step_model
+
+            params["step_model"], params["step_model_source"] = fitted_step_model(
+                raw, params["trace_policy"] or trace[0]["policy"] or None)
         if not self.errors:
             from whatif.services import workload_for
 

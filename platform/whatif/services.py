@@ -16,8 +16,29 @@ def workload_for(params: dict, trace: list[dict] | None):
     if params["workload"] in PRESETS:
         return with_cluster(preset_workload(params["workload"], params["group_size"], params.get("seed", 0)),
                             params.get("instances"), params.get("kv_tokens"), params.get("max_batch"))
+    from umbra.sim.step_model import StepModel
+
+    step = StepModel(**params["step_model"]) if params.get("step_model") else CPU_SMOLLM2
     return trace_cluster_workload(trace or [], params.get("trace_policy"), params.get("instances"),
-                                  params.get("kv_tokens"), params.get("max_batch"), CPU_SMOLLM2, params["label"])
+                                  params.get("kv_tokens"), params.get("max_batch"), step, params["label"])
+
+
+def fitted_step_model(records: list, policy: str | None = None) -> tuple[dict | None, str]:
+    """The step model fitted to a trace's raw records (their chunks: the engine that recorded
+    it, whatever its model and machine), and a line saying where the model came from; None
+    (the SmolLM2 CPU default) when the records cannot determine one."""
+    from umbra.sim.step_model import fit, samples_from_trace
+
+    mine = [r for r in records if isinstance(r, dict) and (policy is None or r.get("policy", policy) == policy)]
+    try:
+        samples = samples_from_trace(mine)
+        model = fit(samples)
+    except (ValueError, TypeError, KeyError, IndexError, ZeroDivisionError, OverflowError):
+        return None, ("SmolLM2-135M on 2 CPU cores (the default: this trace's chunks cannot determine a step "
+                      "model, e.g. every chunk ran at the same batch size)")
+    return ({"c0": model.c0, "c_seq": model.c_seq, "c_ctx": model.c_ctx, "c_prefill": model.c_prefill},
+            f"fitted to this trace ({len(samples)} chunks): T = {model.c0 * 1e3:.2f} ms + "
+            f"{model.c_seq * 1e3:.3f} ms/sequence + {model.c_ctx * 1e6:.3f} us/context token")
 
 
 def simulate(params: dict, trace: list[dict] | None) -> dict:
@@ -45,9 +66,10 @@ def simulate(params: dict, trace: list[dict] | None) -> dict:
                          "max_batch": workload.cluster.max_batch}}
 
 
-def run_trace_rows(run, iteration: int | None = None) -> tuple[int, list[dict]]:
-    """``(iteration, records)``: a run's stored trace (the last iteration unless ``iteration``)
-    as trace records with its set-up. Raises ValueError when the run has no such trace."""
+def run_trace_rows(run, iteration: int | None = None) -> tuple[int, list[dict], list[dict]]:
+    """``(iteration, trace records, stored request records)``: a run's stored trace (the last
+    iteration unless ``iteration``) as trace records with its set-up, and as stored (with
+    chunks). Raises ValueError when the run has no such trace."""
     traces = run.traces.order_by("-iteration")
     t = traces.filter(iteration=iteration).first() if iteration is not None else traces.first()
     if t is None:
@@ -64,4 +86,4 @@ def run_trace_rows(run, iteration: int | None = None) -> tuple[int, list[dict]]:
                                "max_tokens": meta.get("max_tokens") or cfg.get("max_tokens") or 0,
                                "instances": meta.get("instances") or cfg.get("rollout_instances") or 0,
                                "capacity": meta.get("capacity") or 0}))
-    return t.iteration, rows
+    return t.iteration, rows, t.requests

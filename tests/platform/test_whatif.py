@@ -121,3 +121,29 @@ def test_trace_download_round_trips_into_the_simulator(client, team_user):
     MetricPoint.objects.create(run=run, name="rollout/time_s", step=0, value=123.5)
     page = client.get(f"/whatif/{sim.pk}/")
     assert page.status_code == 200 and page.context["measured"] == {"rollout/time_s": 123.5}
+
+
+def test_a_trace_is_replayed_with_the_step_model_fitted_to_its_own_chunks(client, team_user):
+    from umbra.rollout.metrics import request_records
+    from umbra.rollout.policies import RequestLBPolicy
+    from umbra.sim.engine import simulate
+    from umbra.sim.step_model import StepModel
+    from umbra.sim.workload import Cluster, Workload
+
+    team, user = team_user
+    client.force_login(user)
+    # a "recorded" rollout whose engine steps cost 10 ms + 2 ms per sequence (not the SmolLM2 default)
+    groups = [[(20, 10 + 13 * g + 5 * i) for i in range(4)] for g in range(6)]
+    res = simulate(RequestLBPolicy(), Workload("t", groups, 200, Cluster(2, 10_000, 5, StepModel(0.01, 0.002, 0, 0))))
+    rows = [{"policy": "request-lb", "max_tokens": 200, "instances": 2, "capacity": 5, **r}
+            for r in request_records(res.requests, 0.0)]
+    resp = _post(client, team, trace_file=SimpleUploadedFile("t.jsonl", _jsonl(rows)))
+    assert resp.status_code == 302, resp.context and resp.context["form"].errors
+    sim = Simulation.objects.get()
+    assert sim.params["step_model"]["c_seq"] == pytest.approx(0.002, rel=0.15)  # chunk-midpoint batches: approximate
+    assert sim.params["step_model_source"].startswith("fitted to this trace")
+    assert b"fitted to this trace" in client.get(f"/whatif/{sim.pk}/").content
+    # a trace without chunks falls back to the default, and says so
+    resp = _post(client, team, trace_file=SimpleUploadedFile("t.jsonl", _jsonl(TRACE)))
+    assert Simulation.objects.latest("pk").params["step_model"] is None
+    assert "default" in Simulation.objects.latest("pk").params["step_model_source"]
