@@ -46,6 +46,9 @@ class Run(models.Model):
     state = models.CharField(max_length=12, choices=State.choices, default=State.QUEUED, db_index=True)
     ray_job_id = models.CharField(max_length=100, blank=True)
     ingest_token_hash = models.CharField(max_length=64, blank=True)
+    ingest_token_expires_at = models.DateTimeField(null=True, blank=True)
+    # Bumped by Resume: each attempt is its own Ray job (the submission id says which).
+    attempt = models.PositiveIntegerField(default=0)
     log_tail = models.TextField(blank=True)
     # Bumped by every stored metric batch: the version under which derived series are cached.
     metrics_version = models.PositiveBigIntegerField(default=0)
@@ -60,8 +63,9 @@ class Run(models.Model):
 
     @property
     def submission_id(self) -> str:
-        """The Ray job's submission id, derived from the run id so dispatch is idempotent."""
-        return f"umbra-run-{self.pk}"
+        """The Ray job's submission id, derived from the run id and attempt so dispatch is
+        idempotent (a resumed run's attempt gets a job of its own)."""
+        return f"umbra-run-{self.pk}" if not self.attempt else f"umbra-run-{self.pk}-a{self.attempt}"
 
     def __str__(self) -> str:
         return f"run {self.pk} ({self.state})"

@@ -50,6 +50,9 @@ class RunConfig(BaseModel):
     kv_cache_gib: int = Field(1, ge=1, le=1024, description="KV cache budget per instance, GiB")
     max_num_seqs: int = Field(64, ge=1, le=4096, description="max concurrent sequences per instance")
     seed: int = Field(0, ge=0, le=2**31 - 1)
+    checkpoint_every: int = Field(10, ge=0, le=100000, description=(
+        "save a checkpoint (weights, optimizer, sampler state) every N iterations; Resume restarts "
+        "from the latest; 0 = never (Resume then starts over)"))
     cluster: str = Field("", max_length=500, description="Ray address; empty = the platform's default")
 
     @field_validator("model")

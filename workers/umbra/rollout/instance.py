@@ -150,9 +150,9 @@ class RolloutInstance:
 
 
 def start_instances(n: int, model_path: str, max_model_len: int, max_num_seqs: int, seed: int,
-                    kv_cache_gib: int, draft_server=None, num_cpus: float = 0.5) -> list:
-    """Start ``n`` RolloutInstance Ray actors and wait until each engine is up; with a
-    ``draft_server`` handle they run grouped speculative decoding.
+                    kv_cache_gib: int, draft_server=None, num_cpus: float = 0.5, first_id: int = 0) -> list:
+    """Start ``n`` RolloutInstance Ray actors (ids ``first_id..first_id+n-1``) and wait until
+    each engine is up; with a ``draft_server`` handle they run grouped speculative decoding.
 
     Returns the actor handles. Raises ``ray.exceptions.RayActorError`` when an
     engine fails to start (e.g. a model vLLM cannot load).
@@ -165,7 +165,7 @@ def start_instances(n: int, model_path: str, max_model_len: int, max_num_seqs: i
     handles = [
         actor_cls.options(num_cpus=num_cpus, runtime_env={"env_vars": env}, name=None)
         .remote(i, model_path, max_model_len, max_num_seqs, seed + i, draft_server)
-        for i in range(n)
+        for i in range(first_id, first_id + n)
     ]
     ray.get([h.ready.remote() for h in handles])
     return handles
