@@ -6,7 +6,7 @@ MODEL ?= smollm2
 PYTEST_ARGS ?=
 export VLLM_CPU_KVCACHE_SPACE ?= 1
 
-.PHONY: setup demo test browser openapi bench-compare
+.PHONY: setup demo test browser openapi bench-compare bench-live
 setup:
 	@bash scripts/setup.sh
 
@@ -29,3 +29,8 @@ bench-compare: setup browser
 	@bash scripts/services.sh
 	@export PYTHONPATH=platform:workers DATABASE_URL=$${BENCH_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}; \
 	  .venv/bin/python manage.py migrate -v0 && .venv/bin/python manage.py bench_compare --browser --json var/bench-compare.json
+
+bench-live: setup
+	@bash scripts/services.sh
+	@export PYTHONPATH=platform:workers DATABASE_URL=$${BENCH_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}; \
+	  .venv/bin/python manage.py migrate -v0 && .venv/bin/python manage.py bench_live --json var/bench-live.json $(BENCH_ARGS)

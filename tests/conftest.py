@@ -9,6 +9,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -72,8 +73,13 @@ def ray_cluster(tmp_path_factory):
     """
     gcs, dash = free_port(), free_port()
     log = open(tmp_path_factory.mktemp("ray") / "ray.log", "w")
+    # A temp dir of its own (short: Ray's socket paths stay under ~107 characters): job
+    # drivers join the cluster named in <temp dir>/ray_current_cluster, which the shared
+    # /tmp/ray would point at whichever head on this machine started last.
+    temp = tempfile.mkdtemp(prefix="uray-", dir="/tmp")
     proc = subprocess.Popen(
         [str(VENV_BIN / "ray"), "start", "--head", "--block", f"--port={gcs}", f"--dashboard-port={dash}",
+         f"--temp-dir={temp}",
          "--dashboard-host=127.0.0.1", "--num-cpus=8", "--disable-usage-stats", "--include-dashboard=true",
          # own ports for every agent so a running demo cluster does not collide
          f"--ray-client-server-port={free_port()}", f"--dashboard-agent-listen-port={free_port()}",

@@ -4,6 +4,7 @@ import "uplot/dist/uPlot.min.css";
 import "./dashboard.css";
 import { CdfChart } from "./cdf";
 import { METRICS, MetricChart } from "./charts";
+import { appendEvent } from "./event-log";
 import { connectSocket, wsUrl } from "./socket";
 import { TimelineChart } from "./timeline";
 import type { SeriesResponse, SocketMessage, Trace } from "./types";
@@ -70,6 +71,10 @@ function handleMessage(dash: Dashboard, msg: SocketMessage): void {
     case "state":
       dash.stateSeq += 1;
       setState(msg.state, msg.reason);
+      appendEvent("state", `→ ${msg.state}`, msg.reason ?? "");
+      break;
+    case "event":
+      appendEvent(msg.kind, "job", msg.reason, msg.at);
       break;
   }
 }

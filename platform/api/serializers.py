@@ -96,7 +96,7 @@ class RunCreateSerializer(serializers.Serializer):
 class EventSerializer(serializers.ModelSerializer):
     class Meta:
         model = RunEvent
-        fields = ["from_state", "to_state", "reason", "at"]
+        fields = ["kind", "from_state", "to_state", "reason", "at"]
 
 
 class LogSerializer(serializers.Serializer):

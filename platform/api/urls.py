@@ -16,6 +16,7 @@ urlpatterns = [
     path("runs/", runs.RunListView.as_view(), name="api-runs"),
     path("runs/<int:pk>/", runs.RunDetailView.as_view(), name="api-run"),
     path("runs/<int:pk>/cancel/", runs.RunCancelView.as_view(), name="api-run-cancel"),
+    path("runs/<int:pk>/resume/", runs.RunResumeView.as_view(), name="api-run-resume"),
     path("runs/<int:pk>/events/", runs.RunEventsView.as_view(), name="api-run-events"),
     path("runs/<int:pk>/logs/", runs.RunLogsView.as_view(), name="api-run-logs"),
     path("runs/<int:pk>/metrics/", metrics.RunMetricsView.as_view(), name="api-run-metrics"),

@@ -14,6 +14,9 @@ from runs.validators import printable_name
 from umbra.config import RunConfig
 from umbra.data.gsm8k import DatasetError, parse_lines
 
+# Problems per uploaded data set: GSM8K's training split has 7,473; the job holds them all in memory.
+MAX_DATASET_ROWS = 100_000
+
 
 def _field_for(name: str, info) -> forms.Field:
     """A permissive Django field for one schema field (the schema does the validation)."""
@@ -45,12 +48,17 @@ class RunForm(forms.Form):
         if not upload:
             return None
         if upload.size > settings.DATASET_UPLOAD_MAX_BYTES:
-            raise forms.ValidationError(f"file is larger than {settings.DATASET_UPLOAD_MAX_BYTES // 2**20} MiB")
+            raise forms.ValidationError(f"file is {upload.size:,} bytes; at most {settings.DATASET_UPLOAD_MAX_BYTES:,}")
         raw = upload.read()
         try:
-            parse_lines(raw.decode("utf-8").splitlines())
+            lines = raw.decode("utf-8").splitlines()
         except UnicodeDecodeError:
             raise forms.ValidationError("file is not UTF-8 text") from None
+        rows = sum(1 for line in lines if line.strip())
+        if rows > MAX_DATASET_ROWS:
+            raise forms.ValidationError(f"file has {rows} problems; at most {MAX_DATASET_ROWS}")
+        try:
+            parse_lines(lines)
         except DatasetError as exc:
             raise forms.ValidationError(str(exc)) from None
         return raw

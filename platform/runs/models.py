@@ -72,9 +72,16 @@ class Run(models.Model):
 
 
 class RunEvent(models.Model):
-    """One stored state transition of a run, with when and why."""
+    """One entry of a run's event log: a state transition (``kind`` state), or a note the
+    job reported (``kind`` job: a rollout instance died and was replaced, a resume from a
+    checkpoint), with when and why."""
+
+    class Kind(models.TextChoices):
+        STATE = "state"
+        JOB = "job"
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events")
+    kind = models.CharField(max_length=8, choices=Kind.choices, default=Kind.STATE)
     from_state = models.CharField(max_length=12, blank=True)
     to_state = models.CharField(max_length=12)
     reason = models.TextField(blank=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -17,6 +18,15 @@ log = logging.getLogger(__name__)
 
 class ClusterUnavailable(RuntimeError):
     """No Ray cluster answers at the configured address."""
+
+
+_USERINFO = re.compile(r"(^|//|\s)[^\s/@]+@")
+
+
+def redact(text: str) -> str:
+    """``text`` with the ``user:password@`` part of every address in it replaced by ``***@``:
+    messages about the cluster end up in run events that users read."""
+    return _USERINFO.sub(r"\1***@", text)
 
 
 def cluster_address(run_config: dict) -> str:
@@ -68,7 +78,8 @@ def client_for(run_config: dict):
     try:
         return _client(address)
     except Exception as exc:
-        raise ClusterUnavailable(f"Ray cluster at {address} does not answer: {exc}") from exc
+        # `from None`: the chained error would print the unredacted address in tracebacks.
+        raise ClusterUnavailable(redact(f"Ray cluster at {address} does not answer: {exc}")) from None
 
 
 def job_exists(client, submission_id: str) -> bool:
@@ -80,18 +91,31 @@ def job_exists(client, submission_id: str) -> bool:
         return False
 
 
+def checkpoint_dir(run_id: int) -> str:
+    """The run's checkpoint folder (every attempt of the run reads and writes it)."""
+    return str(Path(settings.UMBRA_CHECKPOINT_DIR) / f"run-{run_id}")
+
+
 def submit(client, submission_id: str, run_id: int, config: dict, token: str) -> str:
     """Submit the run's job as ``submission_id``; returns it.
 
-    Secrets travel in the job's environment, never in its entrypoint.
+    Secrets travel in the job's environment, never in its entrypoint. A resumed run's job
+    numbers its metric batches after those stored already (``UMBRA_SEQ_START``).
     Raises RuntimeError if a job with that id exists (callers check ``job_exists``).
     """
+    from django.db.models import Max
+
+    from telemetry.models import MetricBatch
+
+    seq_start = MetricBatch.objects.filter(run_id=run_id).aggregate(m=Max("seq"))["m"] or 0
     env = {
         "UMBRA_RUN_CONFIG": json.dumps(config),
         "UMBRA_RUN_ID": str(run_id),
         "UMBRA_PLATFORM_URL": settings.UMBRA_PLATFORM_URL,
         "UMBRA_INGEST_TOKEN": token,
         "UMBRA_MODEL_DIR": settings.UMBRA_MODEL_DIR,
+        "UMBRA_CHECKPOINT_DIR": checkpoint_dir(run_id),
+        "UMBRA_SEQ_START": str(seq_start),
     }
     return client.submit_job(entrypoint="python -m umbra.job", submission_id=submission_id,
                              runtime_env={"env_vars": env})

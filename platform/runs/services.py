@@ -16,7 +16,11 @@ _NEXT = {
     Run.State.QUEUED: {Run.State.DISPATCHING, Run.State.CANCELLED, Run.State.FAILED},
     Run.State.DISPATCHING: {Run.State.RUNNING, Run.State.SUCCEEDED, Run.State.FAILED, Run.State.CANCELLED},
     Run.State.RUNNING: {Run.State.SUCCEEDED, Run.State.FAILED, Run.State.CANCELLED},
+    # Resume only (request_resume): a new attempt continues from the latest checkpoint.
+    Run.State.FAILED: {Run.State.QUEUED},
+    Run.State.CANCELLED: {Run.State.QUEUED},
 }
+RESUMABLE = (Run.State.FAILED, Run.State.CANCELLED)
 
 
 def transition(run_id: int, to_state: str, reason: str = "") -> bool:
@@ -56,11 +60,40 @@ def create_run(user, team, experiment_name: str, config: RunConfig) -> Run:
 
 
 def issue_ingest_token(run: Run) -> str:
-    """A fresh per-run ingestion token; only its sha256 is stored."""
+    """A fresh ingestion token for ``run`` only (replacing any earlier one), valid for
+    ``settings.UMBRA_INGEST_TOKEN_TTL_S`` seconds and while the run is live; only its
+    sha256 is stored. Returns the plaintext token (43 URL-safe characters)."""
+    from datetime import timedelta
+
+    from django.conf import settings
+
     token = secrets.token_urlsafe(32)
     run.ingest_token_hash = hashlib.sha256(token.encode()).hexdigest()
-    run.save(update_fields=["ingest_token_hash"])
+    run.ingest_token_expires_at = timezone.now() + timedelta(seconds=settings.UMBRA_INGEST_TOKEN_TTL_S)
+    run.save(update_fields=["ingest_token_hash", "ingest_token_expires_at"])
     return token
+
+
+def request_resume(run: Run) -> bool:
+    """Resume a failed or cancelled ``run``: a new attempt (its own Ray job) is queued and
+    continues after the run's latest checkpoint (from the start when it has none); the
+    iterations after the checkpoint run again and their metric points replace the old ones.
+
+    Returns False (and changes nothing) when the run is not failed or cancelled.
+    """
+    from runs.tasks import dispatch_run
+
+    with transaction.atomic():
+        locked = Run.objects.select_for_update().get(pk=run.pk)
+        if locked.state not in RESUMABLE:
+            return False
+        locked.attempt += 1
+        locked.ray_job_id, locked.finished_at = "", None
+        locked.save(update_fields=["attempt", "ray_job_id", "finished_at"])
+        transition(run.pk, Run.State.QUEUED, f"resume requested: attempt {locked.attempt} continues from "
+                                             "the latest checkpoint")
+        transaction.on_commit(lambda: dispatch_run.delay(run.pk))
+    return True
 
 
 def request_cancel(run: Run) -> None:

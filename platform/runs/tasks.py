@@ -1,13 +1,23 @@
-"""Celery tasks: dispatch a run as a Ray job, follow it, cancel it."""
+"""Celery tasks: dispatch a run as a Ray job, follow it, cancel it, and take runs up
+again after a worker was killed.
+
+A killed worker's tasks stay unacknowledged in Redis until the broker's visibility
+timeout (an hour), so nothing would follow its runs for that long: every worker that
+starts runs :func:`recover_runs` (``umbra_site.celery``). Dispatch is idempotent and a
+follow chain holds a lease per run, so the duplicates this makes (and the killed
+worker's tasks, when Redis finally redelivers them) collapse to one Ray job and one
+chain of polls.
+"""
 from __future__ import annotations
 
 import logging
 import re
+import uuid
 
 from celery import shared_task
 from django.conf import settings
 
-from runs import ray_jobs
+from runs import leases, ray_jobs
 from runs.models import Run
 from runs.services import issue_ingest_token, transition
 
@@ -15,21 +25,47 @@ log = logging.getLogger(__name__)
 
 _RAY_TO_RUN = {"PENDING": Run.State.DISPATCHING, "RUNNING": Run.State.RUNNING,
                "SUCCEEDED": Run.State.SUCCEEDED, "FAILED": Run.State.FAILED, "STOPPED": Run.State.CANCELLED}
+# Seconds one dispatcher may take to check, issue the token and submit; a killed one's lease lapses after it.
+DISPATCH_LEASE_S = 60
+# Seconds between two looks of a dispatch that found another dispatcher's lease.
+DISPATCH_WAIT_S = 5
+
+
+def follow_lease_s() -> float:
+    """Seconds a follow chain's lease lasts: a few polls, so a live chain renews it in
+    time, while a killed worker's chain loses it soon."""
+    return 3 * settings.UMBRA_FOLLOW_INTERVAL_S + 10
+
+
+def _follow_key(run_id: int) -> str:
+    return f"runs:follow:{run_id}"
 
 
 @shared_task(bind=True, max_retries=5, default_retry_delay=5)
 def dispatch_run(self, run_id: int) -> None:
     """Submit run ``run_id`` as a Ray job (idempotent: the job id is derived from the
-    run id, and an existing job is never submitted again), then start following it."""
+    run id, and an existing job is never submitted again), then start following it.
+
+    One dispatcher per job at a time (a lease): two would each issue an ingestion token,
+    and the job would carry one the platform no longer accepts.
+    """
     run = Run.objects.select_related("experiment").filter(pk=run_id).first()
     if run is None or run.is_terminal:  # deleted or cancelled while queued
         return
     transition(run_id, Run.State.DISPATCHING, "submitting to Ray")
+    key, owner = f"runs:dispatch:{run.submission_id}", uuid.uuid4().hex
     try:
         client = ray_jobs.client_for(run.config)
-        if not ray_jobs.job_exists(client, run.submission_id):
-            token = issue_ingest_token(run)
-            ray_jobs.submit(client, run.submission_id, run.pk, run.config, token)
+        if not leases.hold(key, owner, DISPATCH_LEASE_S):
+            # Another worker is submitting it, or was killed doing so: look again later.
+            dispatch_run.apply_async((run_id,), countdown=DISPATCH_WAIT_S)
+            return
+        try:
+            if not ray_jobs.job_exists(client, run.submission_id):
+                token = issue_ingest_token(run)
+                ray_jobs.submit(client, run.submission_id, run.pk, run.config, token)
+        finally:
+            leases.release(key, owner)
     except ray_jobs.ClusterUnavailable as exc:
         if self.request.retries >= self.max_retries:
             transition(run_id, Run.State.FAILED, str(exc))
@@ -40,17 +76,29 @@ def dispatch_run(self, run_id: int) -> None:
 
 
 @shared_task
-def follow_run(run_id: int) -> None:
+def follow_run(run_id: int, chain: str | None = None) -> None:
     """Poll the run's Ray job once: record state changes and the log tail, then
-    schedule the next poll unless the run has ended."""
-    run = Run.objects.get(pk=run_id)
-    if run.is_terminal:
+    schedule the next poll (same ``chain``) unless the run has ended.
+
+    A chain holds the lease ``runs:follow:<run_id>`` and ends when another chain holds
+    it, so duplicate chains collapse to one. A new chain (``chain`` None) that finds the
+    lease held looks once more when the lease has had time to lapse: its holder may
+    have died with its worker.
+    """
+    run = Run.objects.filter(pk=run_id).first()
+    if run is None or run.is_terminal:
+        return
+    new, chain = chain is None, chain or uuid.uuid4().hex
+    if not leases.hold(_follow_key(run_id), chain, follow_lease_s()):
+        if new:
+            follow_run.apply_async((run_id, chain), countdown=follow_lease_s())
         return
     client = ray_jobs.client_for(run.config)
     try:
         info = client.get_job_info(run.submission_id)
     except Exception as exc:  # cluster gone or job unknown
         transition(run_id, Run.State.FAILED, f"Ray job {run.submission_id} is gone: {exc}")
+        leases.release(_follow_key(run_id), chain)
         return
     status = str(getattr(info.status, "value", info.status))
     tail = ray_jobs.logs_tail(client, run.submission_id)
@@ -61,8 +109,27 @@ def follow_run(run_id: int) -> None:
         transition(run_id, target, failure_reason(info.message or "", tail))
     elif target and target != run.state:
         transition(run_id, target, info.message or f"Ray job {status.lower()}")
-    if status not in ("SUCCEEDED", "FAILED", "STOPPED"):
-        follow_run.apply_async((run_id,), countdown=settings.UMBRA_FOLLOW_INTERVAL_S)
+    if status in ("SUCCEEDED", "FAILED", "STOPPED"):
+        leases.release(_follow_key(run_id), chain)
+    else:
+        follow_run.apply_async((run_id, chain), countdown=settings.UMBRA_FOLLOW_INTERVAL_S)
+
+
+@shared_task
+def recover_runs() -> int:
+    """Take up every run a killed worker may have dropped: queued and dispatching runs
+    are dispatched again (idempotent; dispatch then follows them), running runs get a
+    new follow chain (it ends itself if a live one exists). Returns how many runs."""
+    runs = list(Run.objects.filter(state__in=[Run.State.QUEUED, Run.State.DISPATCHING, Run.State.RUNNING])
+                .values_list("pk", "state"))
+    for run_id, state in runs:
+        if state == Run.State.RUNNING:
+            follow_run.delay(run_id)
+        else:
+            dispatch_run.delay(run_id)
+    if runs:
+        log.info("took up %d unfinished runs", len(runs))
+    return len(runs)
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")

@@ -10,7 +10,7 @@ from django.views.decorators.http import require_POST
 from runs.forms import RunForm
 from runs.models import Experiment
 from runs.selectors import can_act_on, run_for, visible_runs
-from runs.services import create_run, request_cancel
+from runs.services import RESUMABLE, create_run, request_cancel, request_resume
 from teams.selectors import team_for_member, teams_of
 from telemetry.selectors import latest_trace, series_for
 
@@ -71,9 +71,12 @@ def new_run(request, slug: str):
 def run_dashboard(request, run_id: int):
     """Live dashboard of one run (404 for runs of other teams)."""
     run = run_for(request.user, run_id)
-    return render(request, "runs/dashboard.html", {"run": run, "events": run.events.all(),
+    events = list(run.events.all())
+    return render(request, "runs/dashboard.html", {"run": run, "events": events,
+                                                   "has_job_events": any(e.kind == "job" for e in events),
                                                    "config": sorted(run.config.items()),
-                                                   "can_cancel": can_act_on(request.user, run)})
+                                                   "can_cancel": can_act_on(request.user, run),
+                                                   "resumable": run.state in RESUMABLE})
 
 
 @login_required
@@ -95,4 +98,18 @@ def run_cancel(request, run_id: int):
     else:
         request_cancel(run)
         messages.info(request, f"Cancel requested for run #{run.pk}; the state changes once the Ray job stops.")
+    return redirect("run-dashboard", run_id=run.pk)
+
+
+@login_required
+@require_POST
+def run_resume(request, run_id: int):
+    """Resume a failed or cancelled run from its latest checkpoint (members and admins of its team)."""
+    run = run_for(request.user, run_id)
+    if not can_act_on(request.user, run):
+        return HttpResponseForbidden("only members of the run's team resume it")
+    if request_resume(run):
+        messages.info(request, f"Run #{run.pk} resumes from its latest checkpoint.")
+    else:
+        messages.info(request, f"Run #{run.pk} is {run.state}; only failed or cancelled runs resume.")
     return redirect("run-dashboard", run_id=run.pk)

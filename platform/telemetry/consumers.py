@@ -1,14 +1,13 @@
 """WebSocket consumer: a dashboard subscribes to one run's live messages."""
 from __future__ import annotations
 
-from importlib import import_module
+import time
 
-from channels.auth import get_user
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
-from django.conf import settings
 
 from runs.selectors import visible_runs
+from telemetry.access_checks import RECHECK_S, Access, still_allowed
 from telemetry.broadcast import group_name
 
 GONE = 4404  # close code: the run does not exist for this user (any more)
@@ -18,9 +17,10 @@ class RunConsumer(AsyncJsonWebsocketConsumer):
     """``/ws/runs/<id>/``: joins group ``run-<id>`` if the user may see the run;
     otherwise refuses the handshake (close code 4404: the run does not exist for them).
 
-    Access is checked again before every message it forwards, against the session as
-    stored now: a user who logged out, left the team, or whose run became team-only
-    is disconnected instead of receiving the run's data.
+    Access is checked again before forwarding a message when the last check is
+    ``RECHECK_S`` old, against the session as stored now (``telemetry.access_checks``):
+    a user who logged out, left the team, or whose run became team-only is disconnected
+    within ``RECHECK_S`` (plus the check's own time) instead of receiving the run's data.
     """
 
     async def connect(self):
@@ -28,6 +28,7 @@ class RunConsumer(AsyncJsonWebsocketConsumer):
         if not await self._allowed(self.scope.get("user")):
             await self.close(code=GONE)
             return
+        self.checked_at = time.monotonic()
         await self.channel_layer.group_add(group_name(self.run_id), self.channel_name)
         await self.accept()
 
@@ -37,11 +38,11 @@ class RunConsumer(AsyncJsonWebsocketConsumer):
 
     async def _still_allowed(self) -> bool:
         if "session" in self.scope:  # a browser connection: who the stored session belongs to now
-            store = import_module(settings.SESSION_ENGINE).SessionStore
-            user = await get_user({"session": store(session_key=self.scope["session"].session_key)})
+            key = self.scope["session"].session_key
+            access = Access(self.run_id, session_key=key) if key else Access(self.run_id)
         else:
-            user = self.scope.get("user")
-        return await self._allowed(user)
+            access = Access(self.run_id, user=self.scope.get("user"))
+        return await still_allowed(access)
 
     async def disconnect(self, code):
         if hasattr(self, "run_id"):
@@ -51,10 +52,14 @@ class RunConsumer(AsyncJsonWebsocketConsumer):
         """Dashboards only listen; anything they send (JSON or not) is ignored."""
 
     async def run_message(self, event):
-        if not await self._still_allowed():
-            await self.channel_layer.group_discard(group_name(self.run_id), self.channel_name)
-            await self.close(code=GONE)
-            return
+        if time.monotonic() - self.checked_at >= RECHECK_S:
+            if not await self._still_allowed():
+                await self.channel_layer.group_discard(group_name(self.run_id), self.channel_name)
+                await self.close(code=GONE)
+                return
+            # Stamped when the check ends, not starts: a check slower than RECHECK_S (a loaded
+            # database) must not make every message wait for a check of its own.
+            self.checked_at = time.monotonic()
         await self.send_json(event["message"])
 
 

@@ -2,14 +2,25 @@
 from __future__ import annotations
 
 import math
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 MAX_POINTS = 10_000
 MAX_TRACE_REQUESTS = 100_000
 INT32 = 2**31 - 1  # PostgreSQL integer columns
 # strict: "5" is not an integer and true is not a number; allow_inf_nan: NaN/inf refused everywhere
 STRICT = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+
+
+def _no_nul(v: str) -> str:
+    # PostgreSQL text and jsonb cannot hold NUL: refuse it here (400), not in the INSERT (500).
+    if "\x00" in v:
+        raise ValueError("must not contain NUL characters")
+    return v
+
+
+Text = Annotated[str, AfterValidator(_no_nul)]
 
 
 class PointIn(BaseModel):
@@ -39,7 +50,7 @@ class RequestRow(BaseModel):
     finish_s: float = Field(ge=0, le=1e7)
     prompt_tokens: int | None = Field(None, ge=0, le=INT32)
     output_tokens: int = Field(ge=0, le=INT32)
-    finish_reason: str | None = Field(None, max_length=20)
+    finish_reason: Text | None = Field(None, max_length=20)
     policy_version: int | None = Field(None, ge=0, le=INT32)
     # [instance, start_s, finish_s, tokens] per chunk (divided rollout)
     chunks: list[tuple[int, float, float, int]] = Field(default_factory=list, max_length=100_000)
@@ -55,7 +66,7 @@ class TraceMeta(BaseModel):
     """The rollout set-up a trace ran on (what the simulator needs to replay it)."""
 
     model_config = STRICT
-    policy: str = Field(max_length=40)
+    policy: Text = Field(max_length=40)
     instances: int = Field(ge=1, le=INT32)
     capacity: int = Field(ge=1, le=INT32)  # most concurrent requests per instance (from the KV budget)
     kv_cache_gib: int = Field(ge=1, le=INT32)
@@ -70,9 +81,11 @@ class TraceIn(BaseModel):
 
 
 class BatchIn(BaseModel):
-    """A metric batch: ``seq`` numbers batches of one run from 1."""
+    """A metric batch: ``seq`` numbers batches of one run from 1; ``events``: notes for the
+    run's event log (e.g. a rollout instance died and was replaced)."""
 
     model_config = STRICT
     seq: int = Field(ge=1, le=INT32)
     points: list[PointIn] = Field(max_length=MAX_POINTS)
     trace: TraceIn | None = None
+    events: list[Annotated[Text, Field(min_length=1, max_length=1000)]] = Field(default_factory=list, max_length=100)

@@ -1,10 +1,10 @@
 """Ingest a metric batch exactly once and push it to dashboards."""
 from __future__ import annotations
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 
-from runs.models import Run
+from runs.models import Run, RunEvent
 from telemetry.broadcast import broadcast
 from telemetry.models import IterationTrace, MetricBatch, MetricPoint
 from telemetry.schema import BatchIn
@@ -13,18 +13,23 @@ from telemetry.schema import BatchIn
 def ingest(run: Run, batch: BatchIn) -> bool:
     """Store ``batch`` for ``run`` unless its ``seq`` was stored before.
 
-    Returns True if stored now, False for a duplicate (a retried delivery).
+    Returns True if stored now, False for a duplicate (a retried delivery). A point at a
+    (name, step) stored before replaces it: a resumed run re-runs the iterations after its
+    checkpoint, and the history keeps one value per step, the latest attempt's.
     """
     if MetricBatch.objects.filter(run=run, seq=batch.seq).exists():
         return False
+    # One value per (name, step), the last given: an upsert may not touch a row twice.
+    points = list({(p.name, p.step): p for p in batch.points}.values())
     try:
         with transaction.atomic():
             MetricBatch.objects.create(run=run, seq=batch.seq)
             # Writing points through here is what keeps cached series (series_cache) fresh.
             Run.objects.filter(pk=run.pk).update(metrics_version=F("metrics_version") + 1)
-            MetricPoint.objects.bulk_create(
-                [MetricPoint(run=run, name=p.name, step=p.step, value=p.value) for p in batch.points],
-                ignore_conflicts=True)
+            _upsert_points(run.pk, points)
+            events = RunEvent.objects.bulk_create(
+                [RunEvent(run=run, kind=RunEvent.Kind.JOB, from_state=run.state, to_state=run.state, reason=e)
+                 for e in batch.events]) if batch.events else []
             if batch.trace is not None:
                 IterationTrace.objects.update_or_create(
                     run=run, iteration=batch.trace.iteration,
@@ -36,10 +41,31 @@ def ingest(run: Run, batch: BatchIn) -> bool:
         if MetricBatch.objects.filter(run=run, seq=batch.seq).exists():
             return False
         raise
-    broadcast(run.pk, {"type": "metrics", "points": [p.model_dump() for p in batch.points]})
+    broadcast(run.pk, {"type": "metrics", "points": [p.model_dump() for p in points]})
+    for e in events:
+        broadcast(run.pk, {"type": "event", "kind": e.kind, "reason": e.reason, "at": e.at.isoformat()})
     if batch.trace is not None:
         broadcast(run.pk, {"type": "trace", **trace_for_browser(batch.trace.model_dump())})
     return True
+
+
+def _upsert_points(run_id: int, points) -> None:
+    """Insert or replace ``points`` of run ``run_id`` in one statement: arrays unnested by
+    PostgreSQL instead of one ORM object per point (ingestion runs at 10k points/s)."""
+    if not points:
+        return
+    if connection.vendor != "postgresql":  # e.g. a SQLite development database
+        MetricPoint.objects.bulk_create(
+            [MetricPoint(run_id=run_id, name=p.name, step=p.step, value=p.value) for p in points],
+            update_conflicts=True, unique_fields=["run", "name", "step"], update_fields=["value", "wall_time"])
+        return
+    table = MetricPoint._meta.db_table
+    with connection.cursor() as cur:
+        cur.execute(
+            f"INSERT INTO {table} (run_id, name, step, value, wall_time) "
+            "SELECT %s, n, s, v, now() FROM unnest(%s::varchar[], %s::integer[], %s::float8[]) AS t(n, s, v) "
+            "ON CONFLICT (run_id, name, step) DO UPDATE SET value = EXCLUDED.value, wall_time = EXCLUDED.wall_time",
+            [run_id, [p.name for p in points], [p.step for p in points], [p.value for p in points]])
 
 
 MAX_PUSHED_ROWS = 2000  # keeps a trace message far below daphne's 1 MiB WebSocket frame limit

@@ -6,6 +6,7 @@ import hmac
 
 from django.core.exceptions import RequestDataTooBig
 from django.http import JsonResponse
+from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 from pydantic import ValidationError
@@ -20,9 +21,13 @@ def _error(status: int, message: str) -> JsonResponse:
 
 
 def _token_ok(run: Run, header: str) -> bool:
-    """Bearer token matches the run's (compared in constant time) and the run is live:
-    a token expires with its run."""
+    """Bearer token matches the run's (compared in constant time), the run is live and the
+    token's lifetime (``ingest_token_expires_at``) has not passed: a token expires with its
+    run or after UMBRA_INGEST_TOKEN_TTL_S, whichever comes first."""
     if not header.startswith("Bearer ") or not run.ingest_token_hash or run.is_terminal:
+        return False
+    # A token issued before expiry times were stored (None) lives as long as its run.
+    if run.ingest_token_expires_at is not None and run.ingest_token_expires_at <= timezone.now():
         return False
     digest = hashlib.sha256(header.removeprefix("Bearer ").encode()).hexdigest()
     return hmac.compare_digest(digest, run.ingest_token_hash)

@@ -20,6 +20,10 @@ if not SECRET_KEY:
     raise RuntimeError("DJANGO_SECRET_KEY must be set when DJANGO_DEBUG=0")
 ALLOWED_HOSTS = os.environ.get("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost,testserver,[::1]").split(",")
 CSRF_TRUSTED_ORIGINS = [o for o in os.environ.get("DJANGO_CSRF_TRUSTED_ORIGINS", "").split(",") if o]
+# Production sends session and CSRF cookies over HTTPS only; HSTS is opt-in because
+# browsers remember it (a wrong value locks users out of plain-HTTP hosts).
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = os.environ.get("DJANGO_SECURE_COOKIES", "0" if DEBUG else "1") == "1"
+SECURE_HSTS_SECONDS = int(os.environ.get("DJANGO_HSTS_SECONDS", "0"))
 
 INSTALLED_APPS = [
     "daphne",
@@ -101,9 +105,15 @@ UMBRA_ALLOWED_CLUSTERS = [a for a in os.environ.get("UMBRA_ALLOWED_CLUSTERS", ""
 UMBRA_PLATFORM_URL = os.environ.get("UMBRA_PLATFORM_URL", "http://127.0.0.1:8000")
 UMBRA_MODEL_DIR = os.environ.get("UMBRA_MODEL_DIR", str(VAR_DIR / "models"))
 os.environ.setdefault("UMBRA_MODEL_DIR", UMBRA_MODEL_DIR)
+# Run checkpoints (run-<id>/ each); on a multi-node cluster, storage every node mounts here.
+UMBRA_CHECKPOINT_DIR = os.environ.get("UMBRA_CHECKPOINT_DIR", str(VAR_DIR / "checkpoints"))
 # Folders whose files runs may name as `dataset` / `model` (besides uploads and UMBRA_MODEL_DIR).
 UMBRA_DATA_DIRS = [d for d in os.environ.get("UMBRA_DATA_DIRS", "").split(os.pathsep) if d]
 UMBRA_MODEL_DIRS = [d for d in os.environ.get("UMBRA_MODEL_DIRS", "").split(os.pathsep) if d]
+# Lifetime of a run's ingestion token (seconds from dispatch); it also dies with its run.
+UMBRA_INGEST_TOKEN_TTL_S = int(os.environ.get("UMBRA_INGEST_TOKEN_TTL_S", str(7 * 24 * 3600)))
+if UMBRA_INGEST_TOKEN_TTL_S <= 0:
+    raise RuntimeError("UMBRA_INGEST_TOKEN_TTL_S must be a positive number of seconds")
 # Seconds between two polls of a Ray job's status by the follow task.
 UMBRA_FOLLOW_INTERVAL_S = float(os.environ.get("UMBRA_FOLLOW_INTERVAL_S", "2"))
 

@@ -72,7 +72,11 @@ class SimulationForm(forms.Form):
             if f.size > MAX_TRACE_BYTES:
                 self.add_error("trace_file", f"the file is {f.size} bytes; at most {MAX_TRACE_BYTES}")
                 return data
-            lines = f.read().splitlines()
+            try:
+                lines = f.read().decode("utf-8").splitlines()
+            except UnicodeDecodeError as exc:
+                self.add_error("trace_file", f"not a trace record: the file is not UTF-8 text (byte {exc.start})")
+                return data
             try:
                 trace = parse_trace(lines, f.name)
             except ValueError as exc:

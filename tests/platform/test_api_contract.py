@@ -12,6 +12,8 @@ from teams.models import Membership, Team
 from telemetry.models import MetricPoint
 
 SCHEMA_FILE = Path(__file__).resolve().parents[2] / "docs" / "openapi.yaml"
+MIN_CALLS = 2000
+EXAMPLES_PER_OPERATION = 120  # ~22 operations, two of them without inputs
 
 
 def test_checked_in_schema_is_current():
@@ -58,7 +60,8 @@ def test_generated_requests_never_get_a_server_error(api_schema):
         operation = result.ok()
 
         @given(case=operation.as_strategy())
-        @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+        @settings(max_examples=EXAMPLES_PER_OPERATION, deadline=None, suppress_health_check=list(HealthCheck),
+                  database=None)
         def call(case):
             response = case.call(headers={"Authorization": api_schema.auth_header})
             calls.append(response.status_code)
@@ -66,4 +69,5 @@ def test_generated_requests_never_get_a_server_error(api_schema):
                 f"{case.method} {case.formatted_path}: {response.status_code} {response.text[:300]}"
 
         call()
-    assert len(calls) >= 1000, len(calls)
+    # Only requests sent count: operations without parameters (GET /api/me/) give one example.
+    assert len(calls) >= MIN_CALLS, f"only {len(calls)} requests sent; at least {MIN_CALLS} wanted"

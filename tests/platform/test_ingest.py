@@ -79,3 +79,129 @@ def test_hostile_bodies_get_400_and_store_nothing(client, run_token, raw):
     resp = _post(client, run.pk, raw, token)
     assert resp.status_code == 400 and resp.json()["detail"]
     assert MetricBatch.objects.count() == 0 and MetricPoint.objects.count() == 0
+
+
+def _nothing_stored():
+    from telemetry.models import IterationTrace
+
+    return MetricBatch.objects.count() == 0 and MetricPoint.objects.count() == 0 and IterationTrace.objects.count() == 0
+
+
+def _point(**changes):
+    return {"name": "rollout/time_s", "step": 0, "value": 1.0, **changes}
+
+
+def _row(**changes):
+    return {"group": 0, "index": 0, "start_s": 0.0, "finish_s": 1.0, "output_tokens": 5, **changes}
+
+
+def _trace_batch(*rows, **meta):
+    trace = {"iteration": 0, "requests": list(rows)}
+    if meta:
+        trace["meta"] = {"policy": "seer", "instances": 2, "capacity": 4, "kv_cache_gib": 1, "max_tokens": 64, **meta}
+    return {"seq": 1, "points": [], "trace": trace}
+
+
+@pytest.mark.parametrize("body,needle", [
+    # sizes: points, names, traces
+    ({"seq": 1, "points": [_point(step=i) for i in range(10_001)]}, "points"),
+    ({"seq": 1, "points": [_point(name="a" * 201)]}, "points.0.name"),
+    ({"seq": 1, "points": [_point(name="")]}, "points.0.name"),
+    # wrong types
+    ({"seq": 1, "points": {"name": "x"}}, "points"),
+    ({"seq": 1, "points": [_point(step="0")]}, "points.0.step"),
+    ({"seq": 1, "points": [_point(step=1.5)]}, "points.0.step"),
+    ({"seq": 1, "points": [_point(value="1")]}, "points.0.value"),
+    ({"seq": 1, "points": [_point(value=None)]}, "points.0.value"),
+    ({"seq": 1, "points": [_point(name=5)]}, "points.0.name"),
+    ({"seq": 1.0, "points": []}, "seq"),
+    ({"seq": True, "points": []}, "seq"),
+    ({"seq": None, "points": []}, "seq"),
+    ([1, 2], "malformed metric batch"),
+    ("a string", "malformed metric batch"),
+    (17, "malformed metric batch"),
+    # negative and huge seq / step
+    ({"seq": -1, "points": []}, "seq"),
+    ({"seq": 2**31, "points": []}, "seq"),
+    ({"seq": 10**40, "points": []}, "seq"),
+    ({"seq": 1, "points": [_point(step=-5)]}, "points.0.step"),
+    ({"seq": 1, "points": [_point(step=2**31)]}, "points.0.step"),
+    ({"seq": 1, "points": [_point(step=10**40)]}, "points.0.step"),
+    # traces with bad rows (the good point must not be stored either)
+    ({**_trace_batch(_row(output_tokens=-1)), "points": [_point()]}, "output_tokens"),
+    (_trace_batch({"group": 0, "index": 0}), "trace.requests.0"),
+    (_trace_batch(_row(), _row(chunks=[[0, 0.0, 1.0]])), "trace.requests.1.chunks"),
+    (_trace_batch(_row(chunks=[["a", 0.0, 1.0, 4]])), "chunks"),
+    (_trace_batch(_row(group="0")), "trace.requests.0.group"),
+    (_trace_batch(_row(start_s=-1.0)), "start_s"),
+    (_trace_batch(_row(finish_s=1e300)), "finish_s"),
+    (_trace_batch(_row(finish_reason="x" * 21)), "finish_reason"),
+    (_trace_batch(_row(bogus=1)), "bogus"),
+    (_trace_batch(_row(), instances=0), "trace.meta.instances"),
+    (_trace_batch(_row(), policy="p" * 41), "trace.meta.policy"),
+    ({"seq": 1, "points": [], "trace": {"iteration": -1, "requests": []}}, "trace.iteration"),
+    ({"seq": 1, "points": [], "trace": {"iteration": 0, "requests": {}}}, "trace.requests"),
+    # NUL cannot be stored by PostgreSQL (text or jsonb): refused up front, not a 500
+    (_trace_batch(_row(finish_reason="st\x00p")), "finish_reason"),
+    (_trace_batch(_row(), policy="se\x00er"), "trace.meta.policy"),
+    ({"seq": 1, "points": [_point()], "events": ["instance 0 died\x00"]}, "events.0"),
+])
+def test_bad_batches_get_400_naming_the_problem_and_store_nothing(client, run_token, body, needle):
+    run, token = run_token
+    resp = _post(client, run.pk, body, token)
+    assert resp.status_code == 400, resp.content[:300]
+    assert needle in resp.json()["detail"], resp.json()
+    assert _nothing_stored()
+
+
+@pytest.mark.parametrize("raw", [
+    "", " ", "null", "{}", "{\"seq\": 1, \"points\": []",  # truncated
+    '{"seq":1,"points":[{"name":"x","step":0,"value":NaN}]}',
+    '{"seq":1,"points":[{"name":"x","step":0,"value":Infinity}]}',
+    '{"seq":1,"points":[{"name":"x","step":0,"value":-Infinity}]}',
+    '{"seq":1,"points":[{"name":"x","step":0,"value":1e400}]}',
+    '{"seq":1,"points":[{"name":"x","step":NaN,"value":1}]}',
+])
+def test_malformed_json_gets_400_and_stores_nothing(client, run_token, raw):
+    run, token = run_token
+    resp = _post(client, run.pk, raw, token)
+    assert resp.status_code == 400 and resp.json()["detail"].startswith("malformed metric batch")
+    assert _nothing_stored()
+
+
+@pytest.mark.parametrize("raw", [b"\xff\xfe\x00{", b"\x89PNG\r\n\x1a\n\x00\x00", b'{"seq":1,"points":[{"name":"\xe9","step":0,"value":1}]}'])
+def test_binary_and_non_utf8_bodies_get_400(client, run_token, raw):
+    run, token = run_token
+    resp = _post(client, run.pk, raw, token, content_type="application/octet-stream")
+    assert resp.status_code == 400 and resp.json()["detail"]
+    assert _nothing_stored()
+
+
+def test_body_over_the_upload_limit_gets_400_before_parsing(client, run_token, settings):
+    run, token = run_token
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 64 * 1024
+    body = '{"seq":1,"points":[' + ",".join(['{"name":"x","step":0,"value":1}'] * 3000) + "]}"
+    assert len(body) > settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    resp = _post(client, run.pk, body, token)
+    assert resp.status_code == 400 and "too large" in resp.json()["detail"]
+    assert _nothing_stored()
+
+
+def test_body_over_the_default_limit_gets_400(client, run_token):
+    """The real limit (8 MiB): a batch padded past it is refused with a message."""
+    from django.conf import settings
+
+    run, token = run_token
+    pad = "x" * (settings.DATA_UPLOAD_MAX_MEMORY_SIZE + 1)
+    resp = _post(client, run.pk, '{"seq":1,"points":[],"pad":"' + pad + '"}', token)
+    assert resp.status_code == 400 and "too large" in resp.json()["detail"]
+    assert _nothing_stored()
+
+
+def test_limits_are_inclusive(client, run_token):
+    """The largest accepted batch: 10,000 points, a 200-character name, seq and step at 2**31-1."""
+    run, token = run_token
+    points = [_point(name="a" * 200, step=2**31 - 1)] + [_point(step=i) for i in range(9_999)]
+    resp = _post(client, run.pk, {"seq": 2**31 - 1, "points": points}, token)
+    assert resp.status_code == 201, resp.content[:300]
+    assert MetricPoint.objects.filter(run=run).count() == 10_000

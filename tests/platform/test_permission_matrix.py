@@ -66,6 +66,7 @@ PAGES = [
     ("get", "/runs/{run}/", None, (200, 200, 200, 404, 302)),
     ("get", "/runs/{run}/series.json", None, (200, 200, 200, 404, 302)),
     ("post", "/runs/{run}/cancel/", None, (302, 302, 403, 404, 302)),
+    ("post", "/runs/{run}/resume/", None, (302, 302, 403, 404, 302)),  # queued: nothing to resume
     ("get", "/compare/?runs={run}", None, (200, 200, 200, 200, 302)),
 ]
 API = [
@@ -82,6 +83,7 @@ API = [
     ("post", "/api/runs/", {"team": "alpha", "experiment": "e", "config": VALID_CONFIG}, (201, 201, 403, 404, 401)),
     ("get", "/api/runs/{run}/", None, (200, 200, 200, 404, 401)),
     ("post", "/api/runs/{run}/cancel/", None, (202, 202, 403, 404, 401)),
+    ("post", "/api/runs/{run}/resume/", None, (409, 409, 403, 404, 401)),  # queued: nothing to resume
     ("get", "/api/runs/{run}/events/", None, (200, 200, 200, 404, 401)),
     ("get", "/api/runs/{run}/logs/", None, (200, 200, 200, 404, 401)),
     ("get", "/api/runs/{run}/metrics/", None, (200, 200, 200, 404, 401)),
@@ -183,12 +185,15 @@ def test_websocket(world, role, org, accepted):
 @pytest.mark.parametrize("revoke", ["membership", "visibility", "logout"])
 def test_websocket_is_dropped_when_access_ends(world, revoke):
     """An open dashboard socket stops receiving a run's data once its user may no longer
-    see the run: removed from the team, the experiment made team-only, or logged out."""
+    see the run (within RECHECK_S): removed from the team, the experiment made team-only,
+    or logged out."""
+    import asyncio
     from importlib import import_module
 
     from django.conf import settings
     from django.test import Client
 
+    from telemetry.access_checks import RECHECK_S
     from telemetry.broadcast import broadcast
     from umbra_site.asgi import application
 
@@ -212,6 +217,7 @@ def test_websocket_is_dropped_when_access_ends(world, revoke):
             await sync(Experiment.objects.filter(pk=world["exp"].pk).update)(visibility=Experiment.Visibility.TEAM)
         else:
             await sync(client.logout)()
+        await asyncio.sleep(RECHECK_S)  # access is re-checked this often, not per message
         await sync(broadcast)(run_id, {"type": "metrics", "points": [{"name": "x", "step": 1, "value": 2.0}]})
         closed = await comm.receive_output(timeout=5)
         await comm.disconnect()

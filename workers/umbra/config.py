@@ -67,6 +67,15 @@ class RunConfig(BaseModel):
         check_dataset(v)
         return v
 
+    @field_validator("cluster")
+    @classmethod
+    def _no_credentials(cls, v: str) -> str:
+        # Run configs are shown to every reader of the run: a password must never be stored in one.
+        if "@" in v:
+            raise ValueError("must not contain credentials (user:password@); the platform's "
+                             "workers authenticate to Ray through their environment (RAY_AUTH_TOKEN)")
+        return v
+
     @field_validator("group_size")
     @classmethod
     def _requests_bounded(cls, v: int, info: ValidationInfo) -> int:

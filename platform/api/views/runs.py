@@ -15,7 +15,7 @@ from runs.config_check import check_config
 from runs.filters import RunFilter
 from runs.models import Run
 from runs.selectors import can_act_on, run_for, visible_runs
-from runs.services import create_run, request_cancel
+from runs.services import create_run, request_cancel, request_resume
 from teams.selectors import team_for_member
 from telemetry.models import MetricPoint
 
@@ -82,10 +82,24 @@ class RunCancelView(APIView):
         return Response(RunSerializer(_visible_run(request, pk)).data, status=status.HTTP_202_ACCEPTED)
 
 
+class RunResumeView(APIView):
+    @extend_schema(request=None, responses={202: RunSerializer})
+    def post(self, request, pk: int):
+        """Resume a failed or cancelled run from its latest checkpoint as a new attempt
+        (members and admins of the run's team); 409 for a run in any other state."""
+        run = run_for(request.user, pk)
+        if not can_act_on(request.user, run):
+            raise PermissionDenied("only members of the run's team resume it")
+        if not request_resume(run):
+            return Response({"detail": f"only failed or cancelled runs resume; this one is {run.state}"},
+                            status=status.HTTP_409_CONFLICT)
+        return Response(RunSerializer(_visible_run(request, pk)).data, status=status.HTTP_202_ACCEPTED)
+
+
 class RunEventsView(APIView):
     @extend_schema(responses=EventSerializer(many=True))
     def get(self, request, pk: int):
-        """The run's state transitions, oldest first."""
+        """The run's event log, oldest first: state transitions and the job's notes."""
         run = run_for(request.user, pk)
         return Response(EventSerializer(run.events.all(), many=True).data)
 

@@ -9,6 +9,7 @@ import torch
 
 from umbra.config import PROMPT_BUDGET, RunConfig
 from umbra.data.registry import load_problems
+from umbra.job.checkpoint import CheckpointDir, LoopState, sampler_state
 from umbra.models.registry import context_length, resolve_model
 from umbra.rewards.math_answer import math_reward
 from umbra.rollout.capacity import concurrency_cap
@@ -47,10 +48,42 @@ def sync_weights(trainer, instances, version: int) -> float:
     return time.time() - t0
 
 
-def run(config: RunConfig, telemetry) -> None:
+def _counters(instances) -> list[dict]:
+    """Each instance's engine counters; an instance that does not answer counts as zeros."""
+    import ray
+
+    out = []
+    for inst in instances:
+        try:
+            out.append(ray.get(inst.engine_counters.remote(), timeout=60))
+        except Exception:  # noqa: BLE001 - a dead instance is handled by the caller
+            out.append({})
+    keys = next((c.keys() for c in out if c), ())
+    return [c or dict.fromkeys(keys, 0.0) for c in out]
+
+
+def _dead(instances, timeout_s: float = 60.0) -> list[int]:
+    """Indices of instances that do not answer a liveness probe."""
+    import ray
+
+    dead = []
+    for i, inst in enumerate(instances):
+        try:
+            ray.get(inst.ready.remote(), timeout=timeout_s)
+        except Exception:  # noqa: BLE001 - died, or hangs: either way it is replaced
+            dead.append(i)
+    return dead
+
+
+def run(config: RunConfig, telemetry, checkpoints: CheckpointDir | None = None) -> None:
     """Run ``config.iterations`` GRPO iterations, sending metrics via ``telemetry``.
 
-    Raises OffPolicyError if an instance sampled with stale weights, and lets Ray
+    With ``checkpoints`` it continues after the latest checkpoint there (if any) and saves
+    one every ``config.checkpoint_every`` iterations, once that iteration's metrics have been
+    delivered (so a resumed run leaves no gap in the metric history). A rollout instance that
+    dies is survived: its chunks run on the others and a replacement takes its place.
+
+    Raises OffPolicyError if an instance sampled with stale weights, and lets other Ray
     errors propagate (the job then fails and the platform records why).
     """
     import ray
@@ -68,8 +101,20 @@ def run(config: RunConfig, telemetry) -> None:
 
     max_len = min(context_length(config.model), PROMPT_BUDGET + config.max_tokens)
     draft_server = start_draft_server() if config.spec_decoding else None
-    instances = start_instances(config.rollout_instances, model_path, max_len, config.max_num_seqs,
-                                config.seed, config.kv_cache_gib, draft_server)
+    def start(n: int, first_id: int = 0) -> list:
+        return start_instances(n, model_path, max_len, config.max_num_seqs, config.seed, config.kv_cache_gib,
+                               draft_server, first_id=first_id)
+
+    def replace(i: int, why: str) -> str:
+        try:
+            ray.kill(instances[i], no_restart=True)
+        except Exception:  # noqa: BLE001 - already gone
+            pass
+        instances[i] = start(1, first_id=i)[0]
+        log.warning("rollout instance %d %s; started a replacement", i, why)
+        return f"rollout instance {i} {why}; a replacement instance was started"
+
+    instances = start(config.rollout_instances)
     trainer = start_trainer(model_path, config.learning_rate, config.kl_coef, config.clip_eps,
                             config.train_minibatches, config.seed)
     block = ray.get(instances[0].ready.remote())["kv_block_tokens"]
@@ -78,18 +123,37 @@ def run(config: RunConfig, telemetry) -> None:
     cap = concurrency_cap(model_path, config.kv_cache_gib, longest_prompt + config.max_tokens, config.max_num_seqs)
     capacities = [cap] * config.rollout_instances
     rng = random.Random(config.seed)
-    version = 0
+    version, first = 0, 0
+    events: list[str] = []
+    latest = checkpoints.latest() if checkpoints else None
+    if latest is not None:
+        folder, state = latest
+        version = ray.get(trainer.load_checkpoint.remote(str(folder)))
+        rng, first = state.restore_sampler(), state.iteration + 1
+        sync_weights(trainer, instances, version)
+        events.append(f"resumed from the checkpoint after iteration {state.iteration} (policy version {version})")
+        log.info(events[-1])
     log.info("instances and trainer ready")
+    checkpoint_due = False
 
     try:
-        for it in range(config.iterations):
+        for it in range(first, config.iterations):
             t_iter = time.time()
+            dead = _dead(instances)
+            for i in dead:  # died between iterations: replace it and give it the current weights
+                events.append(replace(i, f"did not answer before iteration {it}"))
+            if dead:
+                sync_weights(trainer, [instances[i] for i in dead], version)
             batch = [pool[rng.randrange(len(pool))] for _ in range(config.prompts_per_iteration)]
             groups = make_groups([ids for _, ids in batch], config.group_size, config.max_tokens,
                                  config.seed * 7919 + it, config.temperature)
-            counters_before = ray.get([inst.engine_counters.remote() for inst in instances])
-            requests, start, end = run_rollout(policy, instances, groups, capacities, draft_server)
-            engine = engine_metrics(counters_before, ray.get([inst.engine_counters.remote() for inst in instances]))
+            counters_before = _counters(instances)
+            requests, start_s, end_s = run_rollout(policy, instances, groups, capacities, draft_server)
+            for i in policy.lost_instances:
+                counters_before[i] = dict.fromkeys(counters_before[i], 0.0)  # its replacement counts from 0
+                events.append(replace(i, f"died during the rollout of iteration {it}; its running chunks "
+                                         "were re-dispatched to the other instances"))
+            engine = engine_metrics(counters_before, _counters(instances))
             stale = {r.policy_version for r in requests} - {version}
             if stale:
                 raise OffPolicyError(f"iteration {it}: rollout used policy versions {stale}, trainer is at {version}")
@@ -102,7 +166,7 @@ def run(config: RunConfig, telemetry) -> None:
             version = int(train.pop("policy_version"))
             sync_s = sync_weights(trainer, instances, version)
 
-            metrics = rollout_metrics(requests, start, end, config.rollout_instances)
+            metrics = rollout_metrics(requests, start_s, end_s, config.rollout_instances)
             metrics.update(policy_counters(policy))
             metrics.update(engine)
             metrics.update(train)
@@ -113,10 +177,21 @@ def run(config: RunConfig, telemetry) -> None:
                 "rollout/policy_version": float(version - 1),
                 "iteration/time_s": time.time() - t_iter,
             })
-            telemetry.send(it, metrics, trace=request_records(requests, start),
-                           trace_meta={"policy": config.rollout_policy, "instances": config.rollout_instances,
-                                       "capacity": cap, "kv_cache_gib": config.kv_cache_gib,
-                                       "max_tokens": config.max_tokens})
+            delivered = telemetry.send(it, metrics, trace=request_records(requests, start_s),
+                                       trace_meta={"policy": config.rollout_policy,
+                                                   "instances": config.rollout_instances, "capacity": cap,
+                                                   "kv_cache_gib": config.kv_cache_gib,
+                                                   "max_tokens": config.max_tokens},
+                                       events=events)
+            events = []
+            checkpoint_due |= bool(checkpoints and config.checkpoint_every and (it + 1) % config.checkpoint_every == 0)
+            if checkpoint_due and delivered:  # undelivered metrics would leave a gap after a resume
+                t_ck = time.time()
+                folder = checkpoints.begin(it)
+                ray.get(trainer.save_checkpoint.remote(str(folder)))
+                checkpoints.commit(folder, LoopState(it, version, sampler_state(rng)))
+                checkpoint_due = False
+                log.info("checkpoint after iteration %d saved in %.1fs (%s)", it, time.time() - t_ck, folder)
             log.info("iteration %d: rollout %.2fs (%.0f tok/s, tail %.2fs), train %.2fs, sync %.2fs, reward %.3f",
                      it, metrics["rollout/time_s"], metrics["rollout/throughput_tok_s"], metrics["rollout/tail_time_s"],
                      metrics["train/time_s"], sync_s, metrics["reward/mean"])

@@ -5,9 +5,12 @@ serving while requests decode.
 """
 from __future__ import annotations
 
+import logging
 import os
 import time
 from typing import Any
+
+log = logging.getLogger(__name__)
 
 
 def kv_block_tokens() -> int:
@@ -28,8 +31,9 @@ class RolloutInstance:
     """
 
     def __init__(self, instance_id: int, model_path: str, max_model_len: int, max_num_seqs: int, seed: int,
-                 draft_server=None, gamma_max: int = 8):
+                 draft_server=None, gamma_max: int = 8, kv_cache_gib: int | None = None):
         from vllm import AsyncEngineArgs
+        from vllm.platforms import current_platform
         from vllm.v1.engine.async_llm import AsyncLLM
 
         self.instance_id = instance_id
@@ -49,13 +53,19 @@ class RolloutInstance:
             # partial prefill, which the CPU generator cannot do ("does not use offset").
             enable_chunked_prefill=False, max_num_batched_tokens=max(max_model_len, 4096),
             worker_extension_cls="umbra.rollout.vllm_worker_ext.WeightSyncExtension",
+            # On CPU the KV budget is VLLM_CPU_KVCACHE_SPACE (set by start_instances); on a
+            # GPU it is given in bytes so the engine does not claim 90% of the device.
+            kv_cache_memory_bytes=(kv_cache_gib * 2**30 if kv_cache_gib and not current_platform.is_cpu() else None),
         )
         self.engine = AsyncLLM.from_engine_args(args)
 
     def ready(self) -> dict[str, Any]:
-        """Cheap liveness probe: id, pid, the loaded policy version and the KV block size."""
-        return {"instance": self.instance_id, "pid": os.getpid(), "policy_version": self.policy_version,
-                "kv_block_tokens": self.kv_block_tokens}
+        """Cheap liveness probe: id, pid, the Ray node id (hex) it runs on, the loaded
+        policy version and the KV block size."""
+        import ray
+
+        return {"instance": self.instance_id, "pid": os.getpid(), "node_id": ray.get_runtime_context().get_node_id(),
+                "policy_version": self.policy_version, "kv_block_tokens": self.kv_block_tokens}
 
     async def generate_chunk(self, request_id: str, group_id: int, prompt_token_ids: list[int],
                              generated: list[int], max_tokens: int, seed: int,
@@ -154,7 +164,9 @@ def start_instances(n: int, model_path: str, max_model_len: int, max_num_seqs: i
     """Start ``n`` RolloutInstance Ray actors (ids ``first_id..first_id+n-1``) and wait until
     each engine is up; with a ``draft_server`` handle they run grouped speculative decoding.
 
-    Returns the actor handles. Raises ``ray.exceptions.RayActorError`` when an
+    Instances are spread over the cluster's nodes (Ray's ``SPREAD`` strategy: round-robin
+    over the nodes with room, best effort, so one node also works), and each one's node
+    is logged. Returns the actor handles. Raises ``ray.exceptions.RayActorError`` when an
     engine fails to start (e.g. a model vLLM cannot load).
     """
     import ray
@@ -162,10 +174,13 @@ def start_instances(n: int, model_path: str, max_model_len: int, max_num_seqs: i
     env = {"VLLM_CPU_KVCACHE_SPACE": str(kv_cache_gib), "VLLM_CPU_OMP_THREADS_BIND": "nobind",
            "TOKENIZERS_PARALLELISM": "false"}
     actor_cls = ray.remote(RolloutInstance)
+    gpus = 1 if ray.cluster_resources().get("GPU", 0) >= 1 else 0  # GPU clusters: one device per instance
     handles = [
-        actor_cls.options(num_cpus=num_cpus, runtime_env={"env_vars": env}, name=None)
-        .remote(i, model_path, max_model_len, max_num_seqs, seed + i, draft_server)
+        actor_cls.options(num_cpus=num_cpus, num_gpus=gpus, runtime_env={"env_vars": env}, name=None,
+                          scheduling_strategy="SPREAD")
+        .remote(i, model_path, max_model_len, max_num_seqs, seed + i, draft_server, kv_cache_gib=kv_cache_gib)
         for i in range(first_id, first_id + n)
     ]
-    ray.get([h.ready.remote() for h in handles])
+    for info in ray.get([h.ready.remote() for h in handles]):
+        log.info("rollout instance %d on node %s", info["instance"], info["node_id"])
     return handles

@@ -90,8 +90,11 @@ def rollout_metrics(requests: list[Request], start_s: float, end_s: float, num_i
 
 
 def policy_counters(policy) -> dict[str, float]:
-    """Migrations counted by a chunking policy (0 for others)."""
-    return {"rollout/migrations": float(getattr(policy, "migrations", 0))}
+    """Migrations counted by a chunking policy (0 for others), the instances lost during
+    the rollout and the chunks that were running on them and ran again elsewhere."""
+    return {"rollout/migrations": float(getattr(policy, "migrations", 0)),
+            "rollout/instances_lost": float(len(getattr(policy, "lost_instances", ()))),
+            "rollout/redispatched_chunks": float(getattr(policy, "redispatched", 0))}
 
 
 def engine_metrics(before: list[dict], after: list[dict]) -> dict[str, float]:

@@ -1,9 +1,12 @@
 """Drive one rollout on real instances: a policy's chunks executed on the vLLM actors."""
 from __future__ import annotations
 
+import logging
 import time
 
 from umbra.rollout.request import Request
+
+log = logging.getLogger(__name__)
 
 
 def run_rollout(policy, instances: list, groups: list[list[Request]], capacities: list[int],
@@ -13,10 +16,15 @@ def run_rollout(policy, instances: list, groups: list[list[Request]], capacities
     ``capacities[i]``: most concurrent requests on instance ``i``. With ``draft_server``
     (grouped speculative decoding) each finished chunk's tokens feed its group's structure.
     Returns ``(finished requests in group order, start_s, end_s)``.
-    Raises ``ray.exceptions.RayError`` when an instance fails, RuntimeError when the
-    policy stalls (nothing running, nothing dispatched, requests left).
+
+    An instance that dies (its actor is gone) loses only its running chunks: they go back
+    to the policy and run on the other instances (divided rollout makes this cheap), and
+    its index is appended to ``policy.lost_instances`` for the caller to replace it.
+    Raises RuntimeError when every instance is lost or the policy stalls (nothing
+    running, nothing dispatched, requests left); other Ray errors propagate.
     """
     import ray
+    from ray.exceptions import ActorUnavailableError, RayActorError
 
     policy.reset(groups, capacities)
     if draft_server is not None:
@@ -37,7 +45,14 @@ def run_rollout(policy, instances: list, groups: list[list[Request]], capacities
         ready, _ = ray.wait(list(pending), num_returns=1)
         for ref in ready:
             r, inst = pending.pop(ref)
-            out = ray.get(ref)
+            try:
+                out = ray.get(ref)
+            except (RayActorError, ActorUnavailableError) as exc:
+                lost = [r] + [pending.pop(k)[0] for k in [k for k, (_, i) in pending.items() if i == inst]]
+                log.warning("rollout instance %d died (%s); re-dispatching its %d running chunks",
+                            inst, type(exc).__name__, len(lost))
+                policy.on_instance_lost(inst, lost)
+                continue
             r.policy_version = out["policy_version"]
             r.add_chunk(inst, out["tokens"], out["finish_reason"], out["start_s"], out["finish_s"],
                         out.get("prefill_tokens", 0))

@@ -21,18 +21,20 @@ class TelemetryClient:
     With ``base_url`` empty it only logs (standalone runs and benchmarks).
     """
 
-    def __init__(self, base_url: str, run_id: str, token: str, timeout_s: float = 10.0, retries: int = 5):
+    def __init__(self, base_url: str, run_id: str, token: str, timeout_s: float = 10.0, retries: int = 5,
+                 seq_start: int = 0):
         self.url = f"{base_url.rstrip('/')}/api/runs/{run_id}/metrics/" if base_url else ""
         self.session = requests.Session()
         self.session.headers["Authorization"] = f"Bearer {token}"
         self.timeout_s, self.retries = timeout_s, retries
-        self.seq = 0
+        self.seq = seq_start  # a resumed run continues after the batches its earlier attempts sent
         self.pending: list[dict] = []
 
     def send(self, step: int, metrics: dict[str, float], trace: list[dict] | None = None,
-             trace_meta: dict | None = None) -> bool:
+             trace_meta: dict | None = None, events: list[str] | None = None) -> bool:
         """Queue one batch (``metrics`` at iteration ``step``; optional per-request
-        ``trace`` rows and the set-up they ran on, ``trace_meta``) and deliver everything
+        ``trace`` rows and the set-up they ran on, ``trace_meta``; ``events``: notes for the
+        run's event log, e.g. a rollout instance that died) and deliver everything
         pending. Returns True when all got through.
 
         Raises RuntimeError when the platform refuses a batch (4xx): retrying cannot help.
@@ -42,6 +44,8 @@ class TelemetryClient:
         for k in metrics.keys() - finite.keys():
             log.warning("metric %s at step %s is not finite; not sent", k, step)
         batch = {"seq": self.seq, "points": [{"name": k, "step": step, "value": v} for k, v in finite.items()]}
+        if events:
+            batch["events"] = [e[:1000] for e in events]
         if trace is not None:
             batch["trace"] = {"iteration": step, "requests": trace}
             if trace_meta is not None:

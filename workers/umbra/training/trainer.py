@@ -129,6 +129,28 @@ class GRPOTrainer:
                 old.unlink(missing_ok=True)
         return str(path)
 
+    def save_checkpoint(self, folder: str) -> float:
+        """Write the policy, optimizer and RNG state to ``folder/trainer.pt`` (the folder must
+        exist and be reachable from this actor's node). Returns seconds taken."""
+        t0 = time.time()
+        tmp = Path(folder) / "trainer.pt.tmp"
+        torch.save({"model": self.model.state_dict(), "optimizer": self.opt.state_dict(),
+                    "policy_version": self.policy_version, "torch_rng": torch.get_rng_state()}, tmp)
+        tmp.rename(Path(folder) / "trainer.pt")
+        return time.time() - t0
+
+    def load_checkpoint(self, folder: str) -> int:
+        """Restore what :meth:`save_checkpoint` wrote; returns the restored policy version.
+
+        Raises FileNotFoundError when ``folder`` holds no trainer checkpoint.
+        """
+        state = torch.load(Path(folder) / "trainer.pt", map_location="cpu", weights_only=True)
+        self.model.load_state_dict(state["model"])
+        self.opt.load_state_dict(state["optimizer"])
+        torch.set_rng_state(state["torch_rng"])
+        self.policy_version = int(state["policy_version"])
+        return self.policy_version
+
     def release_weights(self) -> None:
         """Remove this trainer's shared-memory weight files (tmpfs holds them in RAM)."""
         shutil.rmtree(_weights_root() / f"umbra-weights-{os.getpid()}", ignore_errors=True)

@@ -35,6 +35,8 @@ class Policy:
         self.capacities = list(capacities)
         self.running = [0] * len(capacities)
         self.outstanding = sum(len(g) for g in groups)
+        self.lost_instances: list[int] = []  # instances that died during this rollout
+        self.redispatched = 0  # chunks that were running on them and ran again elsewhere
 
     def next_dispatches(self) -> list[Dispatch]:
         """Chunks to start now, given the free slots; empty when nothing fits."""
@@ -47,6 +49,26 @@ class Policy:
             self.outstanding -= 1
         else:
             self._requeue(request)
+
+    def on_instance_lost(self, instance: int, in_flight: list[Request]) -> None:
+        """Instance ``instance`` died: it takes no more chunks, and the chunks that were
+        running there (``in_flight``; their requests hold only the tokens of finished
+        chunks) go back to the buffer to run on the other instances.
+
+        Raises RuntimeError when no instance is left.
+        """
+        self.capacities[instance] = 0
+        self.running[instance] = 0
+        self.lost_instances.append(instance)
+        self.redispatched += len(in_flight)
+        if not any(self.capacities):
+            raise RuntimeError("every rollout instance failed")
+        for r in in_flight:
+            self._return(r)
+
+    def _return(self, request: Request) -> None:
+        """Put back a request whose chunk was lost with its instance."""
+        self._requeue(request)
 
     def _requeue(self, request: Request) -> None:
         raise NotImplementedError(f"{self.name} runs requests whole; a request came back unfinished")

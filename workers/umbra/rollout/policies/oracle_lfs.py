@@ -26,3 +26,6 @@ class OracleLFSPolicy(Policy):
 
     def next_dispatches(self) -> list[Dispatch]:
         return self._dispatch_in_order(self.queue)
+
+    def _return(self, request) -> None:
+        self.queue.appendleft(request)

@@ -18,3 +18,6 @@ class RequestLBPolicy(Policy):
 
     def next_dispatches(self) -> list[Dispatch]:
         return self._dispatch_in_order(self.queue)
+
+    def _return(self, request) -> None:
+        self.queue.appendleft(request)  # it was started first: it goes first again

@@ -74,10 +74,16 @@ class SeerPolicy(Policy):
             return (1, -max(est, r.num_generated), -r.num_generated)
         return (2, -est)  # new requests longest-estimate-first
 
+    def _home(self, r: Request) -> int | None:
+        """The heap ``r`` waits in: its last instance, or the fresh heap when it has none
+        or that instance is lost (its KV cache went with it)."""
+        last = r.last_instance
+        return last if last is not None and self.capacities[last] > 0 else None
+
     def _push(self, r: Request) -> None:
         self.counter += 1
         self.entry[r.request_id] = self.counter
-        heapq.heappush(self.heaps.setdefault(r.last_instance, []), (self._key(r), self.counter, r))
+        heapq.heappush(self.heaps.setdefault(self._home(r), []), (self._key(r), self.counter, r))
 
     def _enqueue(self, r: Request) -> None:
         self.entered[r.request_id] = self.tick
@@ -112,7 +118,7 @@ class SeerPolicy(Policy):
             return None
         best = min(local, key=lambda e: (e[0], e[1]))
         r = best[2]
-        heapq.heappop(self.heaps[r.last_instance])
+        heapq.heappop(self.heaps[self._home(r)])
         return self._take(r)
 
     def _update_estimate(self, group_id: int, length: int) -> None:
@@ -154,7 +160,7 @@ class SeerPolicy(Policy):
             if r is None:
                 blocked.add(inst)
                 continue
-            last = r.last_instance
+            last = self._home(r)
             if last is not None and last != inst:
                 if self.running[last] < self.capacities[last] and last not in blocked:
                     inst = last  # a starved request whose own instance has room stays there
@@ -171,3 +177,11 @@ class SeerPolicy(Policy):
 
     def _requeue(self, request: Request) -> None:
         self._enqueue(request)
+
+    def on_instance_lost(self, instance: int, in_flight: list[Request]) -> None:
+        """Seer's buffer re-homes the lost instance's waiting requests to the fresh heap
+        (their cached KV is gone), then takes back its in-flight chunks."""
+        stranded = [e[2] for e in self.heaps.pop(instance, []) if self.entry.get(e[2].request_id) == e[1]]
+        super().on_instance_lost(instance, in_flight)  # in-flight ones come back through _requeue
+        for r in stranded:
+            self._push(r)  # same tick of entry: only its heap changes

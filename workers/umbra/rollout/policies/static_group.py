@@ -25,3 +25,17 @@ class StaticGroupPolicy(Policy):
                 req = queue.popleft()
                 out.append(self._start(req, i, req.remaining))
         return out
+
+    def on_instance_lost(self, instance: int, in_flight) -> None:
+        """The lost instance's groups (running and waiting) are dealt round-robin to the others."""
+        waiting = list(self.queues[instance])
+        self.queues[instance].clear()
+        self.alive = [i for i, c in enumerate(self.capacities) if c > 0 and i != instance]
+        self.dealt = 0
+        super().on_instance_lost(instance, in_flight)
+        for r in waiting:
+            self._return(r)
+
+    def _return(self, request) -> None:
+        self.queues[self.alive[self.dealt % len(self.alive)]].append(request)
+        self.dealt += 1

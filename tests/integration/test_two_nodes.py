@@ -1,0 +1,151 @@
+"""Beyond one machine: a run dispatched by a Celery worker whose RAY_ADDRESS points at a
+Ray cluster of two nodes (a head and a worker node, separate ``ray start`` processes with
+their own resources) succeeds, with its rollout instances placed on both nodes."""
+import json
+import shutil
+import subprocess
+import tempfile
+import time
+
+import pytest
+from django.db import connection
+from ray.util.state.exception import RayStateApiException
+
+from runs.models import Run
+from telemetry.models import IterationTrace, MetricPoint
+
+from ..conftest import VENV_BIN, _env, _stop, _test_database_url, free_port, wait_http
+
+pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
+
+# Its own Celery queue: the session's live_worker (other cluster) must not take this run.
+QUEUE = "umbra-test-two-nodes"
+# Each node is told apart by a custom resource of its own.
+HEAD_RESOURCE, WORKER_RESOURCE = "umbra_head_node", "umbra_worker_node"
+
+
+def _node_ports() -> list[str]:
+    """Own ports for every per-node agent, so two nodes (and other clusters) share the machine."""
+    return [f"--{name}-port={free_port()}" for name in (
+        "dashboard-agent-listen", "dashboard-agent-grpc", "metrics-export", "runtime-env-agent",
+        "node-manager", "object-manager")]
+
+
+def _alive_nodes(dashboard: str) -> dict[str, str]:
+    """Alive node id (hex) -> which of our custom resources it has.
+
+    Raises ``RayStateApiException`` while the state API does not answer (its modules start
+    after ``/api/version`` does)."""
+    from ray.util.state import list_nodes
+
+    out = {}
+    for node in list_nodes(address=dashboard, filters=[("state", "=", "ALIVE")], detail=True, timeout=30):
+        res = node.resources_total or {}
+        out[node.node_id] = HEAD_RESOURCE if HEAD_RESOURCE in res else WORKER_RESOURCE if WORKER_RESOURCE in res else "?"
+    return out
+
+
+@pytest.fixture(scope="module")
+def two_node_cluster(tmp_path_factory):
+    """A head (``ray start --head``) and a worker node (``ray start --address``), 2 CPUs each.
+
+    Yields ``{"gcs", "dashboard", "nodes": {node id: resource name}}``.
+    """
+    logs = tmp_path_factory.mktemp("ray2")
+    # Short temp dirs of their own: Ray's unix socket paths must stay under ~107 characters.
+    temp = [tempfile.mkdtemp(prefix="u2n-", dir="/tmp") for _ in range(2)]
+    gcs, dash = free_port(), free_port()
+    common = ["--block", "--num-cpus=2", "--object-store-memory=300000000", "--disable-usage-stats"]
+    head = subprocess.Popen(
+        [str(VENV_BIN / "ray"), "start", "--head", *common, f"--port={gcs}", f"--dashboard-port={dash}",
+         "--dashboard-host=127.0.0.1", "--include-dashboard=true", f"--ray-client-server-port={free_port()}",
+         f"--resources={json.dumps({HEAD_RESOURCE: 1})}", f"--temp-dir={temp[0]}", *_node_ports()],
+        env=_env(), stdout=open(logs / "head.log", "w"), stderr=subprocess.STDOUT)
+    procs = [head]
+    dashboard = f"http://127.0.0.1:{dash}"
+    try:
+        wait_http(f"{dashboard}/api/version", 120, head)
+        procs.append(subprocess.Popen(
+            [str(VENV_BIN / "ray"), "start", f"--address=127.0.0.1:{gcs}", *common,
+             f"--resources={json.dumps({WORKER_RESOURCE: 1})}", f"--temp-dir={temp[1]}", *_node_ports()],
+            env=_env(), stdout=open(logs / "worker.log", "w"), stderr=subprocess.STDOUT))
+        deadline, nodes, error = time.time() + 300, {}, None
+        while time.time() < deadline and sorted(nodes.values()) != [HEAD_RESOURCE, WORKER_RESOURCE]:
+            assert procs[1].poll() is None, (logs / "worker.log").read_text()[-2000:]
+            time.sleep(2)
+            try:
+                nodes = _alive_nodes(dashboard)
+            except RayStateApiException as exc:
+                error = exc
+        assert sorted(nodes.values()) == [HEAD_RESOURCE, WORKER_RESOURCE], (
+            f"nodes {nodes}, last state API error {error}\nhead: {(logs / 'head.log').read_text()[-2000:]}\n"
+            f"worker: {(logs / 'worker.log').read_text()[-2000:]}")
+        yield {"gcs": f"127.0.0.1:{gcs}", "dashboard": dashboard, "nodes": nodes}
+    finally:
+        for proc in reversed(procs):  # the worker node first, then the head it reports to
+            _stop(proc)
+        for path in temp:
+            shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def two_node_worker(django_db_setup, live_web, two_node_cluster, tmp_path_factory):
+    """A Celery worker on QUEUE that submits runs to the two-node cluster (RAY_ADDRESS)."""
+    log_path = tmp_path_factory.mktemp("worker2") / "worker.log"
+    proc = subprocess.Popen(
+        [str(VENV_BIN / "celery"), "-A", "umbra_site", "worker", "-Q", QUEUE, "-c", "2", "--loglevel=INFO",
+         "-n", f"two-nodes-{free_port()}@%h"],
+        env=_env(DATABASE_URL=_test_database_url(), RAY_ADDRESS=two_node_cluster["dashboard"],
+                 UMBRA_PLATFORM_URL=live_web, UMBRA_CELERY_QUEUE=QUEUE),
+        stdout=open(log_path, "w"), stderr=subprocess.STDOUT)
+    time.sleep(3)
+    if proc.poll() is not None:
+        raise RuntimeError(f"celery worker exited: {log_path.read_text()[-2000:]}")
+    yield log_path
+    _stop(proc)
+
+
+@pytest.fixture
+def to_two_node_queue(monkeypatch):
+    """This test process sends its tasks (the run's dispatch) to QUEUE."""
+    from umbra_site.celery import app
+
+    monkeypatch.setitem(app.conf, "task_default_queue", QUEUE)
+
+
+def test_run_on_two_nodes(client, team_user, two_node_cluster, two_node_worker, to_two_node_queue, tiny_model_path):
+    from ray.job_submission import JobSubmissionClient
+    from ray.util.state import list_actors
+
+    assert connection.vendor == "postgresql"
+    team, user = team_user
+    client.force_login(user)
+    form = {"experiment": "two-nodes", "model": "tiny", "dataset": "arith", "prompts_per_iteration": "4",
+            "group_size": "4", "max_tokens": "24", "iterations": "2", "rollout_instances": "2",
+            "max_num_seqs": "16", "learning_rate": "1e-3", "rollout_policy": "static-group"}
+    resp = client.post(f"/teams/{team.slug}/runs/new/", form)
+    assert resp.status_code == 302, resp.content[:2000]
+    run = Run.objects.get()
+
+    deadline = time.time() + 600
+    while time.time() < deadline and not run.is_terminal:
+        time.sleep(2)
+        run.refresh_from_db()
+    events = list(run.events.values_list("to_state", "reason"))
+    assert run.state == "succeeded", f"{events}\n{run.log_tail[-3000:]}\n{two_node_worker.read_text()[-3000:]}"
+    for name in ("rollout/throughput_tok_s", "reward/mean", "train/loss", "sync/weight_time_s"):
+        assert sorted(MetricPoint.objects.filter(run=run, name=name).values_list("step", flat=True)) == [0, 1], name
+    for trace in IterationTrace.objects.filter(run=run):
+        assert {r["instance"] for r in trace.requests} == {0, 1}
+        # on-policy on both nodes: the weight sync reached the worker node's instance too
+        assert {r["policy_version"] for r in trace.requests} == {trace.iteration}
+
+    # Placement, as Ray saw it: one rollout instance per node.
+    nodes = two_node_cluster["nodes"]
+    actors = list_actors(address=two_node_cluster["dashboard"], filters=[("class_name", "=", "RolloutInstance")])
+    assert len(actors) == 2 and {a.node_id for a in actors} == set(nodes), [(a.node_id, a.state) for a in actors]
+    # ...and as the job's log reports it.
+    job_log = JobSubmissionClient(two_node_cluster["dashboard"]).get_job_logs(run.submission_id)
+    logged = {line.rsplit(" ", 1)[-1] for line in job_log.splitlines() if "rollout instance " in line
+              and " on node " in line}
+    assert logged == set(nodes), job_log[-3000:]

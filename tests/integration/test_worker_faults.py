@@ -1,0 +1,230 @@
+"""Faults of the run lifecycle on the real stack (PostgreSQL, Redis, Celery, Ray, vLLM on
+the tiny model): a Celery worker killed (SIGKILL, its whole process group) while it
+dispatches or follows a run, and a running run cancelled from its dashboard.
+
+The kill tests start their own workers on a queue of their own, so the session's
+worker never takes their tasks."""
+import os
+import re
+import signal
+import socket
+import subprocess
+import time
+
+import psutil
+import pytest
+
+from runs.models import Experiment, Run, RunEvent
+from runs.tasks import dispatch_run
+from telemetry.models import MetricBatch, MetricPoint
+from umbra.config import RunConfig
+
+from ..conftest import VENV_BIN, _env, _test_database_url, free_port
+
+pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
+
+QUEUE = "umbra-test-faults"
+
+
+class Worker:
+    """A Celery worker process on QUEUE, in a session of its own so one signal kills
+    the main process and every pool child, as when its machine dies."""
+
+    def __init__(self, log_path, ray_address: str, platform_url: str):
+        self.log_path = log_path
+        self.proc = subprocess.Popen(
+            [str(VENV_BIN / "celery"), "-A", "umbra_site", "worker", "-Q", QUEUE, "-c", "2", "--loglevel=INFO",
+             "-n", f"faults-{log_path.stem}@%h"],
+            env=_env(DATABASE_URL=_test_database_url(), RAY_ADDRESS=ray_address, UMBRA_PLATFORM_URL=platform_url,
+                     UMBRA_CELERY_QUEUE=QUEUE),
+            stdout=open(log_path, "w"), stderr=subprocess.STDOUT, start_new_session=True)
+
+    def kill(self) -> None:
+        """SIGKILL the worker's whole process group and reap it."""
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.proc.wait(timeout=30)
+
+    def log(self) -> str:
+        return self.log_path.read_text()[-3000:]
+
+
+@pytest.fixture
+def start_worker(live_web, ray_cluster, tmp_path):
+    """Start a Worker (``start_worker(name, ray_address=None)``); all are killed at the end."""
+    started = []
+
+    def start(name: str, ray_address: str | None = None) -> Worker:
+        worker = Worker(tmp_path / f"{name}.log", ray_address or ray_cluster["dashboard"], live_web)
+        started.append(worker)
+        return worker
+
+    yield start
+    for worker in started:
+        worker.kill()
+
+
+@pytest.fixture
+def jobs(ray_cluster):
+    """A JobSubmissionClient on the test cluster; stops the test's jobs left running."""
+    from ray.job_submission import JobSubmissionClient
+
+    client = JobSubmissionClient(ray_cluster["dashboard"])
+    before = {j.submission_id for j in client.list_jobs()}
+    yield client
+    for job in client.list_jobs():
+        if job.submission_id not in before and str(job.status) in ("PENDING", "RUNNING"):
+            client.stop_job(job.submission_id)
+
+
+def queued_run(team_user, iterations: int) -> Run:
+    """A queued run of the tiny model, stored as create_run stores it but not enqueued
+    (create_run would enqueue on the session worker's queue)."""
+    team, user = team_user
+    config = RunConfig(model="tiny", dataset="arith", prompts_per_iteration=4, group_size=4, max_tokens=24,
+                       iterations=iterations, rollout_instances=2, max_num_seqs=16, learning_rate=1e-3,
+                       rollout_policy="static-group", checkpoint_every=0)
+    exp = Experiment.objects.create(team=team, name="faults")
+    run = Run.objects.create(experiment=exp, config=config.model_dump(), created_by=user)
+    RunEvent.objects.create(run=run, from_state="", to_state=Run.State.QUEUED, reason="submitted")
+    return run
+
+
+def run_jobs(client, run: Run) -> list:
+    """Every Ray job of ``run`` on the cluster (any attempt, any state)."""
+    pattern = re.compile(rf"umbra-run-{run.pk}(-a\d+)?")
+    return [j for j in client.list_jobs() if j.submission_id and pattern.fullmatch(j.submission_id)]
+
+
+def wait_for(predicate, timeout_s: float, what: str, poll_s: float = 0.2):
+    """Poll ``predicate`` until it returns something truthy (returned); fail after ``timeout_s``."""
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(poll_s)
+    raise AssertionError(f"not within {timeout_s}s: {what}")
+
+
+def state_of(run: Run) -> str:
+    run.refresh_from_db()
+    return run.state
+
+
+def events_of(run: Run) -> list[str]:
+    return list(run.events.values_list("to_state", flat=True))
+
+
+def test_worker_killed_while_dispatching(team_user, start_worker, jobs):
+    run = queued_run(team_user, iterations=50)
+    # A cluster address that accepts connections and never answers: the first worker
+    # hangs inside dispatch, after `dispatching` was recorded and before anything was submitted.
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", free_port()))
+    silent.listen(16)
+    try:
+        dispatch_run.apply_async((run.pk,), queue=QUEUE)
+        first = start_worker("hung", ray_address=f"http://127.0.0.1:{silent.getsockname()[1]}")
+        wait_for(lambda: state_of(run) == "dispatching", 60, f"dispatching\n{first.log()}")
+        time.sleep(1)
+        first.kill()
+    finally:
+        silent.close()
+    assert run_jobs(jobs, run) == []
+
+    # The next worker takes the run up and submits it; it is killed as soon as the job
+    # exists, usually before its first follow poll (1 s later); either way nothing
+    # follows the run any more.
+    second = start_worker("submitter")
+    wait_for(lambda: run_jobs(jobs, run), 90, f"a Ray job\n{second.log()}", poll_s=0.05)
+    second.kill()
+
+    third = start_worker("follower")
+    wait_for(lambda: state_of(run) in ("running", "succeeded"), 180,
+             f"running; events {events_of(run)}\n{third.log()}")
+    time.sleep(3)  # room for a duplicate submission to show up
+    found = run_jobs(jobs, run)
+    assert [j.submission_id for j in found] == [f"umbra-run-{run.pk}"], found
+    assert str(found[0].status) in ("RUNNING", "SUCCEEDED")
+    assert events_of(run)[:3] == ["queued", "dispatching", "running"]
+    jobs.stop_job(run.submission_id)
+    wait_for(lambda: state_of(run) == "cancelled", 60, f"cancelled after stop_job\n{third.log()}")
+
+
+def test_worker_killed_while_following(team_user, start_worker, jobs):
+    run = queued_run(team_user, iterations=2)
+    dispatch_run.apply_async((run.pk,), queue=QUEUE)
+    first = start_worker("first")
+    wait_for(lambda: state_of(run) == "running", 120, f"running\n{first.log()}")
+    first.kill()
+
+    # Nobody follows now: the job keeps running on Ray and the run stays `running`.
+    time.sleep(5)
+    assert str(jobs.get_job_status(run.submission_id)) == "RUNNING"
+    assert state_of(run) == "running"
+
+    second = start_worker("second")
+    wait_for(lambda: state_of(run) in Run.TERMINAL, 600, f"the end of the run\n{second.log()}", poll_s=2)
+    assert run.state == "succeeded", f"{events_of(run)}\n{run.log_tail[-3000:]}\n{second.log()}"
+    assert events_of(run) == ["queued", "dispatching", "running", "succeeded"]
+    assert [j.submission_id for j in run_jobs(jobs, run)] == [f"umbra-run-{run.pk}"]
+    for name in ("rollout/throughput_tok_s", "reward/mean", "train/loss"):
+        steps = sorted(MetricPoint.objects.filter(run=run, name=name).values_list("step", flat=True))
+        assert steps == [0, 1], name
+    assert sorted(MetricBatch.objects.filter(run=run).values_list("seq", flat=True)) == [1, 2]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def test_cancel_stops_job_and_actors_within_10s(client, team_user, live_worker, ray_cluster, jobs, tiny_model_path):
+    from ray.util.state import list_actors
+
+    team, user = team_user
+    client.force_login(user)
+    form = {"experiment": "cancel", "model": "tiny", "dataset": "arith", "prompts_per_iteration": "4",
+            "group_size": "4", "max_tokens": "24", "iterations": "1000", "rollout_instances": "2",
+            "max_num_seqs": "16", "learning_rate": "1e-3", "rollout_policy": "static-group"}
+    assert client.post(f"/teams/{team.slug}/runs/new/", form).status_code == 302
+    run = Run.objects.get()
+    wait_for(lambda: state_of(run) == "running", 120, f"running\n{live_worker.read_text()[-2000:]}")
+    # The job's Ray job id is known once its driver has connected.
+    job_id = wait_for(lambda: jobs.get_job_info(run.submission_id).job_id, 120, "the driver connected", poll_s=1)
+
+    def job_actors(alive_only: bool = True) -> list:
+        found = list_actors(address=ray_cluster["dashboard"], filters=[("job_id", "=", job_id)], limit=1000)
+        return [a for a in found if a.state != "DEAD"] if alive_only else found
+
+    wait_for(lambda: sum(a.class_name == "RolloutInstance" and a.state == "ALIVE" for a in job_actors()) == 2,
+             300, "two rollout instances alive", poll_s=1)
+    # Every process of the job: its driver, its actors and their children (vLLM engine cores).
+    pids = {a.pid for a in job_actors() if a.pid}
+    driver = jobs.get_job_info(run.submission_id).driver_info
+    if driver and driver.pid:
+        pids.add(int(driver.pid))
+    pids |= {c.pid for p in list(pids) if _alive(p) for c in psutil.Process(p).children(recursive=True)}
+    assert len(pids) >= 3, pids
+
+    t0 = time.time()
+    assert client.post(f"/runs/{run.pk}/cancel/").status_code == 302
+
+    def all_gone() -> bool:
+        return (str(jobs.get_job_status(run.submission_id)) == "STOPPED" and not job_actors()
+                and not [p for p in pids if _alive(p)] and state_of(run) == "cancelled")
+
+    deadline = t0 + 10
+    while time.time() < deadline and not all_gone():
+        time.sleep(0.2)
+    took = time.time() - t0
+    assert all_gone(), (f"after {took:.1f}s: job {jobs.get_job_status(run.submission_id)}, run {run.state}, "
+                        f"actors {[(a.class_name, a.state) for a in job_actors()]}, "
+                        f"processes {[p for p in pids if _alive(p)]}")
+    assert events_of(run)[-1] == "cancelled"
+    print(f"cancel took {took:.1f}s")

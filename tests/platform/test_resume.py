@@ -1,0 +1,105 @@
+"""Resume (a new attempt of a failed or cancelled run) and what the job sends for it:
+replaced metric points, job notes in the event log, batch numbers after the stored ones."""
+import pytest
+from rest_framework.test import APIClient
+
+from runs import ray_jobs
+from runs.models import Run, RunEvent
+from runs.services import issue_ingest_token
+from telemetry.models import MetricBatch, MetricPoint
+
+pytestmark = pytest.mark.django_db
+
+
+def _api(user) -> APIClient:
+    client = APIClient()
+    client.force_authenticate(user)
+    return client
+
+
+@pytest.mark.parametrize("state", ["failed", "cancelled"])
+def test_failed_or_cancelled_run_resumes_as_a_new_attempt(running_run, team_user, state):
+    run, _ = running_run
+    Run.objects.filter(pk=run.pk).update(state=state, ray_job_id=run.submission_id)
+    resp = _api(team_user[1]).post(f"/api/runs/{run.pk}/resume/")
+    assert resp.status_code == 202, resp.content
+    run.refresh_from_db()
+    assert (run.state, run.attempt, run.ray_job_id, run.finished_at) == ("queued", 1, "", None)
+    assert run.submission_id == f"umbra-run-{run.pk}-a1"
+    last = run.events.last()
+    assert (last.from_state, last.to_state) == (state, "queued") and "checkpoint" in last.reason
+
+
+@pytest.mark.parametrize("state", ["queued", "dispatching", "running", "succeeded"])
+def test_only_failed_or_cancelled_runs_resume(running_run, team_user, state):
+    run, _ = running_run
+    Run.objects.filter(pk=run.pk).update(state=state)
+    resp = _api(team_user[1]).post(f"/api/runs/{run.pk}/resume/")
+    assert resp.status_code == 409 and state in resp.json()["detail"]
+    run.refresh_from_db()
+    assert (run.state, run.attempt) == (state, 0)
+
+
+def test_resume_button_only_on_a_resumable_run(client, running_run, team_user):
+    run, _ = running_run
+    client.force_login(team_user[1])
+    assert b'id="resume"' not in client.get(f"/runs/{run.pk}/").content
+    Run.objects.filter(pk=run.pk).update(state="failed")
+    assert b'id="resume"' in client.get(f"/runs/{run.pk}/").content
+    resp = client.post(f"/runs/{run.pk}/resume/")
+    assert resp.status_code == 302 and Run.objects.get(pk=run.pk).state == "queued"
+
+
+def _post(client, run, token, body):
+    return client.post(f"/api/runs/{run.pk}/metrics/", body, content_type="application/json",
+                       HTTP_AUTHORIZATION=f"Bearer {token}")
+
+
+def test_a_later_batch_replaces_points_of_the_same_step(client, running_run):
+    run, token = running_run
+    point = {"name": "reward/mean", "step": 4}
+    assert _post(client, run, token, {"seq": 1, "points": [{**point, "value": 1.0}]}).status_code == 201
+    # a resumed attempt re-runs iteration 4; one batch may also repeat a point: the last one wins
+    body = {"seq": 2, "points": [{**point, "value": 2.0}, {**point, "value": 3.0}]}
+    assert _post(client, run, token, body).status_code == 201
+    assert list(MetricPoint.objects.filter(run=run).values_list("step", "value")) == [(4, 3.0)]
+
+
+def test_job_notes_go_to_the_event_log_and_the_dashboard(client, running_run, team_user):
+    run, token = running_run
+    note = "rollout instance 1 died during the rollout of iteration 3; a replacement instance was started"
+    assert _post(client, run, token, {"seq": 1, "points": [], "events": [note]}).status_code == 201
+    event = run.events.get(kind=RunEvent.Kind.JOB)
+    assert (event.reason, event.from_state, event.to_state) == (note, "running", "running")
+    client.force_login(team_user[1])
+    page = client.get(f"/runs/{run.pk}/").content.decode()
+    assert note in page and '<details id="events" open>' in page
+    api = _api(team_user[1]).get(f"/api/runs/{run.pk}/events/").json()
+    assert api[-1]["kind"] == "job" and api[-1]["reason"] == note
+
+
+@pytest.mark.parametrize("events", [[""], ["x" * 1001], ["ok"] * 101, [1], "note"])
+def test_bad_job_notes_are_refused(client, running_run, events):
+    run, token = running_run
+    resp = _post(client, run, token, {"seq": 1, "points": [], "events": events})
+    assert resp.status_code == 400 and "events" in resp.json()["detail"]
+    assert not RunEvent.objects.filter(run=run, kind="job").exists() and not MetricBatch.objects.exists()
+
+
+def test_a_resumed_job_numbers_batches_after_the_stored_ones(running_run, settings, tmp_path):
+    """The job's environment: the run's checkpoint folder and the last stored batch number."""
+    run, _ = running_run
+    settings.UMBRA_CHECKPOINT_DIR = str(tmp_path)
+    MetricBatch.objects.bulk_create([MetricBatch(run=run, seq=s) for s in (1, 2, 5)])
+
+    class Recorder:  # stands in for Ray's JobSubmissionClient: only the arguments matter here
+        def submit_job(self, **kwargs):
+            self.kwargs = kwargs
+            return kwargs["submission_id"]
+
+    jobs = Recorder()
+    ray_jobs.submit(jobs, "umbra-run-x", run.pk, {"model": "tiny"}, issue_ingest_token(run))
+    env = jobs.kwargs["runtime_env"]["env_vars"]
+    assert env["UMBRA_SEQ_START"] == "5"
+    assert env["UMBRA_CHECKPOINT_DIR"] == str(tmp_path / f"run-{run.pk}")
+    assert jobs.kwargs["entrypoint"] == "python -m umbra.job"
