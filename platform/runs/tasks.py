@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 import uuid
 
 from celery import shared_task
 from django.conf import settings
+from django.core.cache import cache
 
 from runs import leases, ray_jobs
 from runs.models import Run
@@ -41,7 +43,7 @@ def _follow_key(run_id: int) -> str:
     return f"runs:follow:{run_id}"
 
 
-@shared_task(bind=True, max_retries=5, default_retry_delay=5)
+@shared_task(bind=True, max_retries=6)
 def dispatch_run(self, run_id: int) -> None:
     """Submit run ``run_id`` as a Ray job (idempotent: the job id is derived from the
     run id, and an existing job is never submitted again), then start following it.
@@ -70,7 +72,8 @@ def dispatch_run(self, run_id: int) -> None:
         if self.request.retries >= self.max_retries:
             transition(run_id, Run.State.FAILED, str(exc))
             return
-        raise self.retry(exc=exc)
+        # Backing off 5, 10, 20, 40, 60, 60 s: a busy or restarting head gets ~3 minutes.
+        raise self.retry(exc=exc, countdown=min(5 * 2 ** self.request.retries, 60))
     Run.objects.filter(pk=run_id).update(ray_job_id=run.submission_id)
     follow_run.apply_async((run_id,), countdown=1)
 
@@ -93,13 +96,19 @@ def follow_run(run_id: int, chain: str | None = None) -> None:
         if new:
             follow_run.apply_async((run_id, chain), countdown=follow_lease_s())
         return
-    client = ray_jobs.client_for(run.config)
     try:
+        client = ray_jobs.client_for(run.config)
         info = client.get_job_info(run.submission_id)
-    except Exception as exc:  # cluster gone or job unknown
-        transition(run_id, Run.State.FAILED, f"Ray job {run.submission_id} is gone: {exc}")
+    except Exception as exc:  # cluster unreachable or job unknown: one hiccup must not fail the run
+        first = cache.get_or_set(f"runs:follow-error-since:{run_id}", time.time(), timeout=3600)
+        if time.time() - first < settings.UMBRA_FOLLOW_GRACE_S:
+            follow_run.apply_async((run_id, chain), countdown=settings.UMBRA_FOLLOW_INTERVAL_S)
+            return
+        transition(run_id, Run.State.FAILED, f"Ray job {run.submission_id} is gone: {ray_jobs.redact(str(exc))}")
+        cache.delete(f"runs:follow-error-since:{run_id}")
         leases.release(_follow_key(run_id), chain)
         return
+    cache.delete(f"runs:follow-error-since:{run_id}")
     status = str(getattr(info.status, "value", info.status))
     tail = ray_jobs.logs_tail(client, run.submission_id)
     if tail:

@@ -1,6 +1,7 @@
 """Push messages to every dashboard open on a run (Channels group ``run-<id>``)."""
 from __future__ import annotations
 
+import json
 import logging
 
 from asgiref.sync import async_to_sync
@@ -19,6 +20,8 @@ def broadcast(run_id: int, message: dict) -> None:
     Never raises: dashboards back-fill from the database, so a lost push only delays a point.
     """
     try:
-        async_to_sync(get_channel_layer().group_send)(group_name(run_id), {"type": "run.message", "message": message})
+        # Encoded once here, not once per open dashboard (a 1,000-point batch to 100 sockets).
+        text = json.dumps(message, separators=(",", ":"))
+        async_to_sync(get_channel_layer().group_send)(group_name(run_id), {"type": "run.message", "text": text})
     except Exception:
         log.exception("push to dashboards of run %s failed", run_id)

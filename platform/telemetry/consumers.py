@@ -60,7 +60,7 @@ class RunConsumer(AsyncJsonWebsocketConsumer):
             # Stamped when the check ends, not starts: a check slower than RECHECK_S (a loaded
             # database) must not make every message wait for a check of its own.
             self.checked_at = time.monotonic()
-        await self.send_json(event["message"])
+        await self.send(text_data=event["text"])  # JSON, encoded once by telemetry.broadcast
 
 
 class RejectConsumer(AsyncJsonWebsocketConsumer):

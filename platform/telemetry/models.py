@@ -25,8 +25,8 @@ class MetricPoint(models.Model):
     wall_time = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        # The unique constraint's index also serves the series queries (run, name, step order).
         constraints = [models.UniqueConstraint(fields=["run", "name", "step"], name="point_once_per_step")]
-        indexes = [models.Index(fields=["run", "name", "step"], name="point_run_name_step")]
 
 
 class IterationTrace(models.Model):

@@ -116,6 +116,8 @@ if UMBRA_INGEST_TOKEN_TTL_S <= 0:
     raise RuntimeError("UMBRA_INGEST_TOKEN_TTL_S must be a positive number of seconds")
 # Seconds between two polls of a Ray job's status by the follow task.
 UMBRA_FOLLOW_INTERVAL_S = float(os.environ.get("UMBRA_FOLLOW_INTERVAL_S", "2"))
+# How long the Ray cluster may fail to answer about a run's job before the run is marked failed.
+UMBRA_FOLLOW_GRACE_S = float(os.environ.get("UMBRA_FOLLOW_GRACE_S", "30"))
 
 MEDIA_ROOT = VAR_DIR / "media"
 DATASET_UPLOAD_MAX_BYTES = 20 * 1024 * 1024

@@ -75,7 +75,8 @@ class Command(BaseCommand):
         parser.add_argument("--rate", type=int, default=10_000, help="points per second, all runs together")
         parser.add_argument("--duration", type=float, default=60, help="seconds of ingestion")
         parser.add_argument("--batch", type=int, default=1000, help="points per POST (a multiple of 4)")
-        parser.add_argument("--servers", type=int, default=1, help="daphne processes")
+        parser.add_argument("--servers", type=int, default=2,
+                            help="daphne processes (one per core; one daphne is a single Python event loop)")
         parser.add_argument("--drain", type=float, default=15, help="seconds to wait for the last points")
         parser.add_argument("--json", help="write the results here")
 
