@@ -6,6 +6,7 @@ Everything here is real: the services are started, not faked.
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -92,6 +93,7 @@ def ray_cluster(tmp_path_factory):
         yield {"gcs": f"127.0.0.1:{gcs}", "dashboard": f"http://127.0.0.1:{dash}"}
     finally:
         _stop(proc)
+        shutil.rmtree(temp, ignore_errors=True)  # session logs and spilled objects: can be large
 
 
 def _test_database_url() -> str:

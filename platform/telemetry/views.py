@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+from datetime import timedelta
 
+from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import JsonResponse
 from django.utils import timezone
@@ -33,6 +35,16 @@ def _token_ok(run: Run, header: str) -> bool:
     return hmac.compare_digest(digest, run.ingest_token_hash)
 
 
+def _renew_token(run: Run) -> None:
+    """Slide the token's lifetime while its run sends batches (written at most once per half
+    lifetime): a token lapses after UMBRA_INGEST_TOKEN_TTL_S without a batch, never in the
+    middle of a long run that keeps reporting."""
+    ttl = timedelta(seconds=settings.UMBRA_INGEST_TOKEN_TTL_S)
+    now = timezone.now()
+    if run.ingest_token_expires_at is not None and run.ingest_token_expires_at - now < ttl / 2:
+        Run.objects.filter(pk=run.pk).update(ingest_token_expires_at=now + ttl)
+
+
 @csrf_exempt
 @require_POST
 def ingest_metrics(request, run_id: int):
@@ -56,4 +68,5 @@ def ingest_metrics(request, run_id: int):
         details = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:10])
         return _error(400, f"malformed metric batch: {details}")
     stored = ingest(run, batch)
+    _renew_token(run)
     return JsonResponse({"stored": stored, "seq": batch.seq}, status=201 if stored else 200)

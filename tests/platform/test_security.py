@@ -76,8 +76,11 @@ def test_token_expires_after_its_ttl(client, running_run, settings):
     resp = _ingest(client, run.pk, token)
     assert resp.status_code == 404
     assert resp.json()["detail"] == "no such run, or the ingestion token is invalid or expired"
-    Run.objects.filter(pk=run.pk).update(ingest_token_expires_at=timezone.now() + timedelta(seconds=60))
+    Run.objects.filter(pk=run.pk).update(ingest_token_expires_at=timezone.now() + timedelta(seconds=30))
     assert _ingest(client, run.pk, token).status_code == 201
+    # less than half its lifetime was left: the accepted batch renewed it (a live run never lapses)
+    run.refresh_from_db()
+    assert run.ingest_token_expires_at - timezone.now() > timedelta(seconds=80)
 
 
 def test_reissued_token_replaces_the_old_one_and_only_a_hash_is_stored(client, running_run):

@@ -10,6 +10,7 @@ import torch
 from umbra.config import PROMPT_BUDGET, RunConfig
 from umbra.data.registry import load_problems
 from umbra.job.checkpoint import CheckpointDir, LoopState, sampler_state
+from umbra.job.instances import InstancePool
 from umbra.models.registry import context_length, resolve_model
 from umbra.rewards.math_answer import math_reward
 from umbra.rollout.capacity import concurrency_cap
@@ -48,33 +49,6 @@ def sync_weights(trainer, instances, version: int) -> float:
     return time.time() - t0
 
 
-def _counters(instances) -> list[dict]:
-    """Each instance's engine counters; an instance that does not answer counts as zeros."""
-    import ray
-
-    out = []
-    for inst in instances:
-        try:
-            out.append(ray.get(inst.engine_counters.remote(), timeout=60))
-        except Exception:  # noqa: BLE001 - a dead instance is handled by the caller
-            out.append({})
-    keys = next((c.keys() for c in out if c), ())
-    return [c or dict.fromkeys(keys, 0.0) for c in out]
-
-
-def _dead(instances, timeout_s: float = 60.0) -> list[int]:
-    """Indices of instances that do not answer a liveness probe."""
-    import ray
-
-    dead = []
-    for i, inst in enumerate(instances):
-        try:
-            ray.get(inst.ready.remote(), timeout=timeout_s)
-        except Exception:  # noqa: BLE001 - died, or hangs: either way it is replaced
-            dead.append(i)
-    return dead
-
-
 def run(config: RunConfig, telemetry, checkpoints: CheckpointDir | None = None) -> None:
     """Run ``config.iterations`` GRPO iterations, sending metrics via ``telemetry``.
 
@@ -101,20 +75,10 @@ def run(config: RunConfig, telemetry, checkpoints: CheckpointDir | None = None) 
 
     max_len = min(context_length(config.model), PROMPT_BUDGET + config.max_tokens)
     draft_server = start_draft_server() if config.spec_decoding else None
-    def start(n: int, first_id: int = 0) -> list:
-        return start_instances(n, model_path, max_len, config.max_num_seqs, config.seed, config.kv_cache_gib,
-                               draft_server, first_id=first_id)
-
-    def replace(i: int, why: str) -> str:
-        try:
-            ray.kill(instances[i], no_restart=True)
-        except Exception:  # noqa: BLE001 - already gone
-            pass
-        instances[i] = start(1, first_id=i)[0]
-        log.warning("rollout instance %d %s; started a replacement", i, why)
-        return f"rollout instance {i} {why}; a replacement instance was started"
-
-    instances = start(config.rollout_instances)
+    instance_pool = InstancePool(config.rollout_instances, lambda n, first_id: start_instances(
+        n, model_path, max_len, config.max_num_seqs, config.seed, config.kv_cache_gib, draft_server,
+        first_id=first_id))
+    instances = instance_pool.handles  # replacements take their index in this same list
     trainer = start_trainer(model_path, config.learning_rate, config.kl_coef, config.clip_eps,
                             config.train_minibatches, config.seed)
     block = ray.get(instances[0].ready.remote())["kv_block_tokens"]
@@ -139,21 +103,21 @@ def run(config: RunConfig, telemetry, checkpoints: CheckpointDir | None = None) 
     try:
         for it in range(first, config.iterations):
             t_iter = time.time()
-            dead = _dead(instances)
+            dead = instance_pool.dead()
             for i in dead:  # died between iterations: replace it and give it the current weights
-                events.append(replace(i, f"did not answer before iteration {it}"))
+                events.append(instance_pool.replace(i, f"did not answer before iteration {it}"))
             if dead:
                 sync_weights(trainer, [instances[i] for i in dead], version)
             batch = [pool[rng.randrange(len(pool))] for _ in range(config.prompts_per_iteration)]
             groups = make_groups([ids for _, ids in batch], config.group_size, config.max_tokens,
                                  config.seed * 7919 + it, config.temperature)
-            counters_before = _counters(instances)
+            counters_before = instance_pool.counters()
             requests, start_s, end_s = run_rollout(policy, instances, groups, capacities, draft_server)
             for i in policy.lost_instances:
                 counters_before[i] = dict.fromkeys(counters_before[i], 0.0)  # its replacement counts from 0
-                events.append(replace(i, f"died during the rollout of iteration {it}; its running chunks "
-                                         "were re-dispatched to the other instances"))
-            engine = engine_metrics(counters_before, _counters(instances))
+                events.append(instance_pool.replace(i, f"died during the rollout of iteration {it}; its running "
+                                                 "chunks were re-dispatched to the other instances"))
+            engine = engine_metrics(counters_before, instance_pool.counters())
             stale = {r.policy_version for r in requests} - {version}
             if stale:
                 raise OffPolicyError(f"iteration {it}: rollout used policy versions {stale}, trainer is at {version}")

@@ -1,0 +1,59 @@
+"""The run's rollout instances by index, kept at full strength: an instance that dies is
+replaced (the rollout itself re-dispatches its chunks, see ``umbra.rollout.runner``)."""
+from __future__ import annotations
+
+import logging
+from typing import Callable
+
+log = logging.getLogger("umbra.job")
+
+
+class InstancePool:
+    """``handles[i]`` is instance ``i``'s actor; ``start(n, first_id)`` starts actors
+    (``umbra.rollout.instance.start_instances`` with the run's settings bound)."""
+
+    def __init__(self, n: int, start: Callable[[int, int], list]):
+        self.start = start
+        self.handles = start(n, 0)
+
+    def replace(self, i: int, why: str) -> str:
+        """Kill instance ``i`` (if still there) and start a replacement with the same id;
+        returns the note for the run's event log. The caller loads weights into it.
+
+        Raises ``ray.exceptions.RayActorError`` when the replacement cannot start.
+        """
+        import ray
+
+        try:
+            ray.kill(self.handles[i], no_restart=True)
+        except Exception:  # noqa: BLE001 - already gone
+            pass
+        self.handles[i] = self.start(1, i)[0]
+        log.warning("rollout instance %d %s; started a replacement", i, why)
+        return f"rollout instance {i} {why}; a replacement instance was started"
+
+    def dead(self, timeout_s: float = 60.0) -> list[int]:
+        """Indices of instances that do not answer a liveness probe within ``timeout_s``."""
+        import ray
+
+        out = []
+        for i, inst in enumerate(self.handles):
+            try:
+                ray.get(inst.ready.remote(), timeout=timeout_s)
+            except Exception:  # noqa: BLE001 - died, or hangs: either way it is replaced
+                out.append(i)
+        return out
+
+    def counters(self) -> list[dict]:
+        """Each instance's engine counters (``RolloutInstance.engine_counters``); one that
+        does not answer counts as zeros."""
+        import ray
+
+        out = []
+        for inst in self.handles:
+            try:
+                out.append(ray.get(inst.engine_counters.remote(), timeout=60))
+            except Exception:  # noqa: BLE001 - a dead instance is replaced by the caller
+                out.append({})
+        keys = next((c.keys() for c in out if c), ())
+        return [c or dict.fromkeys(keys, 0.0) for c in out]
