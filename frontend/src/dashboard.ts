@@ -19,11 +19,18 @@ interface Dashboard {
   stateSeq: number;
 }
 
+const TERMINAL = new Set(["succeeded", "failed", "cancelled"]);
+
 function setState(state: string, reason?: string): void {
   const el = document.getElementById("run-state");
   if (!el) return;
   el.textContent = state;
   el.title = reason ?? "";
+  // Cancel while the run is live, Resume once it failed or was cancelled.
+  document.querySelectorAll<HTMLElement>(".run-action").forEach((form) => {
+    const when = form.dataset.when ?? "";
+    form.hidden = when === "live" ? TERMINAL.has(state) : !when.split(" ").includes(state);
+  });
 }
 
 function showTrace(dash: Dashboard, trace: Trace | null): void {

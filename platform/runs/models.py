@@ -27,6 +27,11 @@ class Experiment(models.Model):
         return self.name
 
 
+def submission_id(run_id: int, attempt: int) -> str:
+    """The Ray job id of attempt ``attempt`` of run ``run_id``."""
+    return f"umbra-run-{run_id}" if not attempt else f"umbra-run-{run_id}-a{attempt}"
+
+
 class Run(models.Model):
     """One GRPO run: a validated config (``umbra.config.RunConfig`` JSON) and its lifecycle
     ``queued -> dispatching -> running -> succeeded | failed | cancelled``."""
@@ -65,7 +70,7 @@ class Run(models.Model):
     def submission_id(self) -> str:
         """The Ray job's submission id, derived from the run id and attempt so dispatch is
         idempotent (a resumed run's attempt gets a job of its own)."""
-        return f"umbra-run-{self.pk}" if not self.attempt else f"umbra-run-{self.pk}-a{self.attempt}"
+        return submission_id(self.pk, self.attempt)
 
     def __str__(self) -> str:
         return f"run {self.pk} ({self.state})"

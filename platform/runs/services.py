@@ -89,7 +89,10 @@ def request_resume(run: Run) -> bool:
             return False
         locked.attempt += 1
         locked.ray_job_id, locked.finished_at = "", None
-        locked.save(update_fields=["attempt", "ray_job_id", "finished_at"])
+        # The earlier attempt's token must not write into this attempt's history.
+        locked.ingest_token_hash, locked.ingest_token_expires_at = "", None
+        locked.save(update_fields=["attempt", "ray_job_id", "finished_at", "ingest_token_hash",
+                                   "ingest_token_expires_at"])
         transition(run.pk, Run.State.QUEUED, f"resume requested: attempt {locked.attempt} continues from "
                                              "the latest checkpoint")
         transaction.on_commit(lambda: dispatch_run.delay(run.pk))

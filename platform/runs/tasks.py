@@ -18,9 +18,10 @@ import uuid
 from celery import shared_task
 from django.conf import settings
 from django.core.cache import cache
+from django.db import transaction
 
 from runs import leases, ray_jobs
-from runs.models import Run
+from runs.models import Run, submission_id
 from runs.services import issue_ingest_token, transition
 
 log = logging.getLogger(__name__)
@@ -63,6 +64,8 @@ def dispatch_run(self, run_id: int) -> None:
             dispatch_run.apply_async((run_id,), countdown=DISPATCH_WAIT_S)
             return
         try:
+            if run.attempt:
+                _stop_earlier_attempts(client, run)
             if not ray_jobs.job_exists(client, run.submission_id):
                 token = issue_ingest_token(run)
                 ray_jobs.submit(client, run.submission_id, run.pk, run.config, token)
@@ -74,8 +77,28 @@ def dispatch_run(self, run_id: int) -> None:
             return
         # Backing off 5, 10, 20, 40, 60, 60 s: a busy or restarting head gets ~3 minutes.
         raise self.retry(exc=exc, countdown=min(5 * 2 ** self.request.retries, 60))
-    Run.objects.filter(pk=run_id).update(ray_job_id=run.submission_id)
+    with transaction.atomic():  # cancelled or resumed again while we submitted: that job must not run
+        now = Run.objects.select_for_update().get(pk=run_id)
+        stale = now.is_terminal or now.attempt != run.attempt
+        if not stale:
+            Run.objects.filter(pk=run_id).update(ray_job_id=run.submission_id)
+    if stale:
+        log.info("run %s changed while %s was submitted; stopping that job", run_id, run.submission_id)
+        client.stop_job(run.submission_id)
+        return
     follow_run.apply_async((run_id,), countdown=1)
+
+
+def _stop_earlier_attempts(client, run: Run) -> None:
+    """Stop any job of an earlier attempt of ``run`` that still runs (e.g. one the platform
+    lost contact with and marked failed): two attempts must not share its checkpoints."""
+    for attempt in range(run.attempt):
+        job = submission_id(run.pk, attempt)
+        try:
+            if client.stop_job(job):
+                log.warning("stopped %s, an earlier attempt of run %s that was still running", job, run.pk)
+        except Exception:  # noqa: BLE001 - no such job (never submitted): nothing to stop
+            pass
 
 
 @shared_task

@@ -67,12 +67,17 @@ def new_run(request, slug: str):
     return render(request, "runs/new.html", {"team": team, "form": form}, status=status)
 
 
+DASHBOARD_EVENTS = 200
+
+
 @login_required
 def run_dashboard(request, run_id: int):
     """Live dashboard of one run (404 for runs of other teams)."""
     run = run_for(request.user, run_id)
-    events = list(run.events.all())
+    total = run.events.count()
+    events = list(run.events.all()[max(0, total - DASHBOARD_EVENTS):])  # the latest; the API has them all
     return render(request, "runs/dashboard.html", {"run": run, "events": events,
+                                                   "events_hidden": total - len(events),
                                                    "has_job_events": any(e.kind == "job" for e in events),
                                                    "config": sorted(run.config.items()),
                                                    "can_cancel": can_act_on(request.user, run),

@@ -1,6 +1,8 @@
 """Ingest a metric batch exactly once and push it to dashboards."""
 from __future__ import annotations
 
+import logging
+
 from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 
@@ -8,6 +10,8 @@ from runs.models import Run, RunEvent
 from telemetry.broadcast import broadcast
 from telemetry.models import IterationTrace, MetricBatch, MetricPoint
 from telemetry.schema import BatchIn
+
+log = logging.getLogger(__name__)
 
 
 def ingest(run: Run, batch: BatchIn) -> bool:
@@ -27,9 +31,7 @@ def ingest(run: Run, batch: BatchIn) -> bool:
             # Writing points through here is what keeps cached series (series_cache) fresh.
             Run.objects.filter(pk=run.pk).update(metrics_version=F("metrics_version") + 1)
             _upsert_points(run.pk, points)
-            events = RunEvent.objects.bulk_create(
-                [RunEvent(run=run, kind=RunEvent.Kind.JOB, from_state=run.state, to_state=run.state, reason=e)
-                 for e in batch.events]) if batch.events else []
+            events = _store_notes(run, batch.events) if batch.events else []
             if batch.trace is not None:
                 IterationTrace.objects.update_or_create(
                     run=run, iteration=batch.trace.iteration,
@@ -47,6 +49,21 @@ def ingest(run: Run, batch: BatchIn) -> bool:
     if batch.trace is not None:
         broadcast(run.pk, {"type": "trace", **trace_for_browser(batch.trace.model_dump())})
     return True
+
+
+MAX_JOB_NOTES = 1000  # per run: a job that loops on a fault must not bloat the run's event log
+
+
+def _store_notes(run: Run, notes: list[str]) -> list[RunEvent]:
+    """Store the job's notes as ``job`` events of ``run``, up to MAX_JOB_NOTES per run
+    (later ones are dropped with a warning: they are informational, the metrics are not)."""
+    room = MAX_JOB_NOTES - RunEvent.objects.filter(run=run, kind=RunEvent.Kind.JOB).count()
+    if len(notes) > room:
+        log.warning("run %s: dropping %d job notes over the limit of %d", run.pk, len(notes) - max(room, 0),
+                    MAX_JOB_NOTES)
+    return RunEvent.objects.bulk_create(
+        [RunEvent(run=run, kind=RunEvent.Kind.JOB, from_state=run.state, to_state=run.state, reason=e)
+         for e in notes[:max(room, 0)]])
 
 
 def _upsert_points(run_id: int, points) -> None:

@@ -95,7 +95,11 @@ CELERY_TASK_DEFAULT_QUEUE = os.environ.get("UMBRA_CELERY_QUEUE", "umbra")
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 
 # Ray: empty RAY_ADDRESS means a local head at LOCAL_RAY_DASHBOARD, started on demand.
-RAY_ADDRESS = os.environ.get("RAY_ADDRESS", "")
+# Taken out of the environment: Ray's JobSubmissionClient replaces the address it is given
+# with $RAY_ADDRESS (or $RAY_API_SERVER_ADDRESS), which would send a run whose `cluster`
+# names another cluster to this one. The platform passes addresses explicitly.
+RAY_ADDRESS = os.environ.pop("RAY_ADDRESS", "")
+os.environ.pop("RAY_API_SERVER_ADDRESS", None)
 LOCAL_RAY_DASHBOARD = os.environ.get("UMBRA_LOCAL_RAY_DASHBOARD", "http://127.0.0.1:8265")
 LOCAL_RAY_GCS_PORT = int(os.environ.get("UMBRA_LOCAL_RAY_PORT", "6380"))
 # Ray addresses a run's `cluster` field may name (besides empty = the default); anything
