@@ -11,6 +11,13 @@ from umbra.paths import is_file
 NAMED_DATASETS = ("arith",)
 
 
+def _exists(p: Path) -> bool:
+    try:
+        return p.exists()
+    except (OSError, ValueError):  # e.g. a name too long for the file system
+        return False
+
+
 def check_dataset(name: str) -> None:
     """Cheap validation for forms: the name is known, or the file exists and its
     first lines parse.
@@ -22,7 +29,9 @@ def check_dataset(name: str) -> None:
         return
     p = Path(name)
     if not is_file(name):
-        raise ValueError(f"unknown dataset '{name[:200]}': use 'arith' or the path of a GSM8K-style JSONL file")
+        hint = " (no such file)" if ("/" in name or name.endswith(".jsonl")) and not _exists(p) else ""
+        raise ValueError(f"unknown dataset '{name[:200]}'{hint}: use 'arith' or the path of a GSM8K-style "
+                         "JSONL file")
     try:
         with p.open(encoding="utf-8") as fh:
             gsm8k.parse_lines(islice(fh, 50))
