@@ -80,8 +80,8 @@ function handleMessage(dash: Dashboard, msg: SocketMessage): void {
       setState(msg.state, msg.reason);
       appendEvent("state", `→ ${msg.state}`, msg.reason ?? "");
       break;
-    case "event":
-      appendEvent(msg.kind, "job", msg.reason, msg.at);
+    case "events":
+      for (const e of msg.events) appendEvent(e.kind, "job", e.reason, e.at);
       break;
   }
 }

@@ -42,7 +42,7 @@ export type SocketMessage =
   | { type: "metrics"; points: { name: string; step: number; value: number }[] }
   | ({ type: "trace" } & Trace)
   | { type: "state"; state: string; reason?: string }
-  | { type: "event"; kind: string; reason: string; at: string };
+  | { type: "events"; events: { kind: string; reason: string; at: string }[] };
 
 /** x axis of compared series: iteration, Unix seconds, or seconds since the run's first point. */
 export type CompareX = "step" | "wall" | "relative";

@@ -96,18 +96,13 @@ def checkpoint_dir(run_id: int) -> str:
     return str(Path(settings.UMBRA_CHECKPOINT_DIR) / f"run-{run_id}")
 
 
-def submit(client, submission_id: str, run_id: int, config: dict, token: str) -> str:
+def submit(client, submission_id: str, run_id: int, config: dict, token: str, seq_start: int = 0) -> str:
     """Submit the run's job as ``submission_id``; returns it.
 
     Secrets travel in the job's environment, never in its entrypoint. A resumed run's job
-    numbers its metric batches after those stored already (``UMBRA_SEQ_START``).
+    numbers its metric batches after ``seq_start``, the last one stored (``UMBRA_SEQ_START``).
     Raises RuntimeError if a job with that id exists (callers check ``job_exists``).
     """
-    from django.db.models import Max
-
-    from telemetry.models import MetricBatch
-
-    seq_start = MetricBatch.objects.filter(run_id=run_id).aggregate(m=Max("seq"))["m"] or 0
     env = {
         "UMBRA_RUN_CONFIG": json.dumps(config),
         "UMBRA_RUN_ID": str(run_id),

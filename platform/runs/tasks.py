@@ -23,6 +23,7 @@ from django.db import transaction
 from runs import leases, ray_jobs
 from runs.models import Run, submission_id
 from runs.services import issue_ingest_token, transition
+from telemetry.selectors import last_batch_seq
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +43,11 @@ def follow_lease_s() -> float:
 
 def _follow_key(run_id: int) -> str:
     return f"runs:follow:{run_id}"
+
+
+def _follow_error_key(run_id: int) -> str:
+    """Since when the cluster has not answered about the run's job (cleared by an answer)."""
+    return f"runs:follow-error-since:{run_id}"
 
 
 @shared_task(bind=True, max_retries=6)
@@ -68,7 +74,7 @@ def dispatch_run(self, run_id: int) -> None:
                 _stop_earlier_attempts(client, run)
             if not ray_jobs.job_exists(client, run.submission_id):
                 token = issue_ingest_token(run)
-                ray_jobs.submit(client, run.submission_id, run.pk, run.config, token)
+                ray_jobs.submit(client, run.submission_id, run.pk, run.config, token, last_batch_seq(run.pk))
         finally:
             leases.release(key, owner)
     except ray_jobs.ClusterUnavailable as exc:
@@ -123,15 +129,15 @@ def follow_run(run_id: int, chain: str | None = None) -> None:
         client = ray_jobs.client_for(run.config)
         info = client.get_job_info(run.submission_id)
     except Exception as exc:  # cluster unreachable or job unknown: one hiccup must not fail the run
-        first = cache.get_or_set(f"runs:follow-error-since:{run_id}", time.time(), timeout=3600)
+        first = cache.get_or_set(_follow_error_key(run_id), time.time(), timeout=3600)
         if time.time() - first < settings.UMBRA_FOLLOW_GRACE_S:
             follow_run.apply_async((run_id, chain), countdown=settings.UMBRA_FOLLOW_INTERVAL_S)
             return
         transition(run_id, Run.State.FAILED, f"Ray job {run.submission_id} is gone: {ray_jobs.redact(str(exc))}")
-        cache.delete(f"runs:follow-error-since:{run_id}")
+        cache.delete(_follow_error_key(run_id))
         leases.release(_follow_key(run_id), chain)
         return
-    cache.delete(f"runs:follow-error-since:{run_id}")
+    cache.delete(_follow_error_key(run_id))
     status = str(getattr(info.status, "value", info.status))
     tail = ray_jobs.logs_tail(client, run.submission_id)
     if tail:

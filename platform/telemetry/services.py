@@ -44,8 +44,9 @@ def ingest(run: Run, batch: BatchIn) -> bool:
             return False
         raise
     broadcast(run.pk, {"type": "metrics", "points": [p.model_dump() for p in points]})
-    for e in events:
-        broadcast(run.pk, {"type": "event", "kind": e.kind, "reason": e.reason, "at": e.at.isoformat()})
+    if events:  # one push for the batch's notes, not one per note
+        broadcast(run.pk, {"type": "events", "events": [{"kind": e.kind, "reason": e.reason, "at": e.at.isoformat()}
+                                                        for e in events]})
     if batch.trace is not None:
         broadcast(run.pk, {"type": "trace", **trace_for_browser(batch.trace.model_dump())})
     return True

@@ -11,13 +11,6 @@ from umbra.paths import is_file
 NAMED_DATASETS = ("arith",)
 
 
-def _exists(p: Path) -> bool:
-    try:
-        return p.exists()
-    except (OSError, ValueError):  # e.g. a name too long for the file system
-        return False
-
-
 def check_dataset(name: str) -> None:
     """Cheap validation for forms: the name is known, or the file exists and its
     first lines parse.
@@ -29,7 +22,7 @@ def check_dataset(name: str) -> None:
         return
     p = Path(name)
     if not is_file(name):
-        hint = " (no such file)" if ("/" in name or name.endswith(".jsonl")) and not _exists(p) else ""
+        hint = " (not an existing file)" if "/" in name or name.endswith(".jsonl") else ""
         raise ValueError(f"unknown dataset '{name[:200]}'{hint}: use 'arith' or the path of a GSM8K-style "
                          "JSONL file")
     try:

@@ -34,26 +34,28 @@ class InstancePool:
 
     def dead(self, timeout_s: float = 60.0) -> list[int]:
         """Indices of instances that do not answer a liveness probe within ``timeout_s``."""
-        import ray
-
-        out = []
-        for i, inst in enumerate(self.handles):
-            try:
-                ray.get(inst.ready.remote(), timeout=timeout_s)
-            except Exception:  # noqa: BLE001 - died, or hangs: either way it is replaced
-                out.append(i)
-        return out
+        return [i for i, answer in enumerate(_gather([h.ready.remote() for h in self.handles], timeout_s))
+                if answer is None]
 
     def counters(self) -> list[dict]:
         """Each instance's engine counters (``RolloutInstance.engine_counters``); one that
         does not answer counts as zeros."""
-        import ray
-
-        out = []
-        for inst in self.handles:
-            try:
-                out.append(ray.get(inst.engine_counters.remote(), timeout=60))
-            except Exception:  # noqa: BLE001 - a dead instance is replaced by the caller
-                out.append({})
+        out = [c or {} for c in _gather([h.engine_counters.remote() for h in self.handles], 60.0)]
         keys = next((c.keys() for c in out if c), ())
         return [c or dict.fromkeys(keys, 0.0) for c in out]
+
+
+def _gather(refs: list, timeout_s: float) -> list:
+    """The results of ``refs`` (asked of every instance at once), None for each that
+    failed or did not answer within ``timeout_s`` in all."""
+    import ray
+
+    ready, _ = ray.wait(refs, num_returns=len(refs), timeout=timeout_s)
+    done = set(ready)
+    out = []
+    for ref in refs:
+        try:
+            out.append(ray.get(ref) if ref in done else None)
+        except Exception:  # noqa: BLE001 - a dead actor: the caller replaces it
+            out.append(None)
+    return out
