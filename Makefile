@@ -1,12 +1,14 @@
 # Two commands: `make demo` (set up, start everything, submit a demo run) and
 # `make test` (set up, run the whole suite against real PostgreSQL/Redis/Celery/Ray/vLLM).
+# `make test-fast`: the unit and platform tiers (PostgreSQL and Redis; no Ray, vLLM or
+# browser), the import contracts and the front-end unit tests, in about a minute and a half.
 SHELL := /bin/bash
 DATA ?= arith
 MODEL ?= smollm2
 PYTEST_ARGS ?=
 export VLLM_CPU_KVCACHE_SPACE ?= 1
 
-.PHONY: setup demo test browser openapi bench-compare bench-live
+.PHONY: setup demo test test-fast browser openapi bench-compare bench-live
 setup:
 	@bash scripts/setup.sh
 
@@ -20,6 +22,10 @@ browser:
 test: setup browser
 	@bash scripts/services.sh
 	@bash scripts/test.sh $(PYTEST_ARGS)
+
+test-fast: setup
+	@bash scripts/services.sh
+	@bash scripts/test-fast.sh $(PYTEST_ARGS)
 
 openapi: setup
 	@PYTHONPATH=platform:workers .venv/bin/python manage.py spectacular --file docs/openapi.yaml --validate

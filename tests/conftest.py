@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 import requests
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 VENV_BIN = Path(sys.executable).parent
@@ -139,25 +140,23 @@ def live_worker(django_db_setup, live_web, ray_cluster, tmp_path_factory):
 
 
 @pytest.fixture
-def team_user(django_user_model):
+def team_user():
     """A member of team 'alpha' (password 'pw-alpha-123')."""
-    from teams.models import Membership, Team
+    from tests import factories
 
-    team = Team.objects.create(name="Alpha", slug="alpha")
-    user = django_user_model.objects.create_user("alice", password="pw-alpha-123")
-    Membership.objects.create(user=user, team=team, role=Membership.Role.MEMBER)
-    return team, user
+    team = factories.team("alpha")
+    return team, factories.member(team, "alice", password="pw-alpha-123")
 
 
 @pytest.fixture
 def running_run(team_user):
     """A running run of team 'alpha' and its plaintext ingestion token."""
-    from runs.models import Experiment, Run
-    from runs.services import issue_ingest_token
+    from runs.ingest_tokens import issue_ingest_token
+    from runs.models import Run
+    from tests import factories
 
     team, user = team_user
-    exp = Experiment.objects.create(team=team, name="live")
-    run = Run.objects.create(experiment=exp, config={"model": "tiny"}, state=Run.State.RUNNING, created_by=user)
+    run = factories.run(factories.experiment(team, "live"), state=Run.State.RUNNING, created_by=user)
     return run, issue_ingest_token(run)
 
 
@@ -167,3 +166,17 @@ def _fresh_login_throttle():
     from django.core.cache import caches
 
     caches["throttle"].clear()
+
+
+@pytest.fixture
+def yaml_file(tmp_path, monkeypatch):
+    """Writes a submission file; the CLI is logged in nowhere, so any request would fail."""
+    monkeypatch.setenv("UMBRA_CONFIG_DIR", str(tmp_path / "cfg"))
+    monkeypatch.delenv("UMBRA_URL", raising=False)
+    monkeypatch.delenv("UMBRA_TOKEN", raising=False)
+
+    def write(config: dict) -> str:
+        path = tmp_path / "run.yaml"
+        path.write_text(yaml.safe_dump({"team": "alpha", "experiment": "bounds", **config}))
+        return str(path)
+    return write

@@ -1,42 +1,18 @@
-// One uPlot line chart per metric, keyed by metric name, x axis = iteration.
+// One uPlot line chart per metric, keyed by metric name, x axis = iteration; titles,
+// units and grouping from the metric catalogue.
 import uPlot from "uplot";
+import type { MetricCatalog, MetricGroup } from "./catalog";
 import type { Point } from "./types";
 import { yAxis } from "./format";
-
-/** Metrics shown on the dashboard, in display order; others are ignored. */
-export const METRICS = [
-  "rollout/throughput_tok_s",
-  "rollout/time_s",
-  "rollout/tail_time_s",
-  "rollout/request_latency_s/p50",
-  "rollout/request_latency_s/p90",
-  "rollout/request_latency_s/p99",
-  "rollout/request_latency_s/max",
-  "rollout/response_len/mean",
-  "rollout/clip_ratio",
-  "rollout/decode_tok_s",
-  "rollout/spec/accept_len",
-  "rollout/preemptions",
-  "rollout/migrations",
-  "rollout/reprefill_tokens",
-  "rollout/instance_idle_frac",
-  "reward/mean",
-  "reward/accuracy",
-  "train/loss",
-  "train/kl",
-  "train/entropy",
-  "train/time_s",
-  "sync/weight_time_s",
-  "iteration/time_s",
-] as const;
 
 export const CHART_HEIGHT = 220;
 
 /**
  * Create `<section class="chart">` with an `<h3>` title, an optional extra
  * header element and a plot area; returns the section and the plot area.
+ * With `metric`, the heading also shows the metric's logged name (`code.metric-name`).
  */
-export function chartSection(title: string, extra?: HTMLElement): {
+export function chartSection(title: string, extra?: HTMLElement, metric?: string): {
   section: HTMLElement;
   heading: HTMLHeadingElement;
   plot: HTMLDivElement;
@@ -46,12 +22,46 @@ export function chartSection(title: string, extra?: HTMLElement): {
   const header = document.createElement("header");
   const heading = document.createElement("h3");
   heading.textContent = title;
+  if (metric && metric !== title) {
+    const code = document.createElement("code");
+    code.className = "metric-name";
+    code.textContent = metric;
+    heading.append(" ", code);
+  }
   header.append(heading);
   if (extra) header.append(extra);
   const plot = document.createElement("div");
   plot.className = "plot";
   section.append(header, plot);
   return { section, heading, plot };
+}
+
+/**
+ * One `<section class="chart-group">` per group, each with an `<h3>` section title and a
+ * `.chart-grid`, appended to `parent`; `build(name, grid)` fills a grid with a chart.
+ */
+export function groupedGrids(parent: HTMLElement, groups: MetricGroup[], build: (name: string, grid: HTMLElement) => void): void {
+  for (const group of groups) {
+    const box = document.createElement("section");
+    box.className = "chart-group";
+    box.dataset.section = group.section;
+    const title = document.createElement("h3");
+    title.className = "chart-group-title";
+    title.textContent = group.section;
+    const grid = document.createElement("div");
+    grid.className = "chart-grid";
+    box.append(title, grid);
+    parent.append(box);
+    for (const name of group.names) build(name, grid);
+  }
+}
+
+/** A chart heading's tooltip: the metric's description and which way is better. */
+export function describe(catalog: MetricCatalog, name: string): string {
+  const m = catalog.lookup(name);
+  if (!m) return name;
+  const better = m.better === "none" ? "" : ` (${m.better} is better)`;
+  return `${name}: ${m.description}${better}`;
 }
 
 /**
@@ -77,15 +87,16 @@ export class MetricChart {
   private readonly values: number[] = [];
   private readonly plot: uPlot;
 
-  /** Build the section for `name` and append it to `parent`. */
-  constructor(readonly name: string, parent: HTMLElement) {
+  /** Build the section for `name` (title and unit from `catalog`) and append it to `parent`. */
+  constructor(readonly name: string, parent: HTMLElement, catalog: MetricCatalog) {
     this.counter = document.createElement("span");
     this.counter.className = "points";
     this.counter.dataset.metric = name;
     this.counter.title = "points";
     this.counter.textContent = "0";
 
-    const { section, plot } = chartSection(name, this.counter);
+    const { section, heading, plot } = chartSection(catalog.title(name), this.counter, name);
+    heading.title = describe(catalog, name);
     section.dataset.metric = name;
     this.section = section;
     parent.append(section);
@@ -102,7 +113,7 @@ export class MetricChart {
         ],
         series: [
           { label: "iteration" },
-          { label: name.split("/").pop(), stroke: "#2563eb", width: 2, points: { size: 5 } },
+          { label: catalog.lookup(name)?.label ?? name.split("/").pop(), stroke: "#2563eb", width: 2, points: { size: 5 } },
         ],
         legend: { show: true },
       },

@@ -5,6 +5,8 @@ import "uplot/dist/uPlot.min.css";
 import "./compare.css";
 import { alignSeries } from "./align";
 import { ApiError, fetchCompare } from "./api";
+import { MetricCatalog } from "./catalog";
+import { groupedGrids } from "./charts";
 import { renderConfigDiff } from "./config-diff";
 import { Controls } from "./controls";
 import { OverlayChart } from "./overlay-chart";
@@ -33,7 +35,9 @@ class ComparePage {
   private readonly controls: Controls;
   private readonly error = el("div", { id: "compare-error", className: "compare-error", hidden: true });
   private readonly status = el("p", { className: "compare-status" });
-  private readonly grid = el("div", { className: "chart-grid" });
+  /** One titled grid per catalogue section of the compared metrics. */
+  private readonly grid = el("div", { className: "chart-groups" });
+  private readonly catalog = MetricCatalog.fromPage();
   private readonly summary = el("table", { id: "summary", className: "compare-table" });
   private readonly mismatch = el("p", { id: "reference-mismatch", className: "compare-note", hidden: true });
   private readonly diff = el("table", { id: "config-diff", className: "compare-table" });
@@ -122,6 +126,7 @@ class ComparePage {
   private clear(): void {
     for (const chart of this.charts) chart.destroy();
     this.charts = [];
+    this.grid.replaceChildren();
     this.results.hidden = true;
   }
 
@@ -131,12 +136,12 @@ class ComparePage {
     this.results.hidden = false; // visible before the charts are built, so they get their width
     const colors = data.runs.map((_, i) => paletteColor(i));
     const lines = data.runs.map((run, i) => ({ label: run.label || `#${run.id}`, color: colors[i] }));
-    for (const metric of data.metrics) {
+    groupedGrids(this.grid, this.catalog.groupBySection(data.metrics), (metric, grid) => {
       const byRun = data.series[metric] ?? {};
       const aligned = alignSeries(data.runs.map((run) => byRun[String(run.id)]));
-      this.charts.push(new OverlayChart(this.grid, metric, data.x, lines, aligned, this.view.smooth));
-    }
-    renderSummary(this.summary, data, colors);
+      this.charts.push(new OverlayChart(grid, metric, this.catalog, data.x, lines, aligned, this.view.smooth));
+    });
+    renderSummary(this.summary, data, colors, this.catalog.summaryColumns());
     const differ = Object.entries(data.reference_mismatch ?? {});
     this.mismatch.hidden = differ.length === 0;
     this.mismatch.textContent = differ.length === 0 ? "" : `Ratios compare more than the policy: ${differ

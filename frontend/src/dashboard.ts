@@ -2,8 +2,9 @@
 // snapshot, then follows live updates over the WebSocket.
 import "uplot/dist/uPlot.min.css";
 import "./dashboard.css";
+import { MetricCatalog } from "./catalog";
 import { CdfChart } from "./cdf";
-import { METRICS, MetricChart } from "./charts";
+import { MetricChart, groupedGrids } from "./charts";
 import { appendEvent } from "./event-log";
 import { connectSocket, wsUrl } from "./socket";
 import { TimelineChart } from "./timeline";
@@ -78,7 +79,7 @@ function handleMessage(dash: Dashboard, msg: SocketMessage): void {
     case "state":
       dash.stateSeq += 1;
       setState(msg.state, msg.reason);
-      appendEvent("state", `→ ${msg.state}`, msg.reason ?? "");
+      appendEvent("state", `→ ${msg.state}`, msg.reason);
       break;
     case "events":
       for (const e of msg.events) appendEvent(e.kind, "job", e.reason, e.at);
@@ -95,13 +96,17 @@ export function mount(root: HTMLElement): void {
   const grid = document.createElement("div");
   grid.className = "chart-grid";
   root.replaceChildren(grid);
+  const catalog = MetricCatalog.fromPage();
 
   // Rollout policy for the CDF title; the attribute may be absent or empty.
   const policy = root.dataset.policy?.trim() || undefined;
   const cdf = new CdfChart(grid, policy);
   const timeline = new TimelineChart(grid); // right after the CDF
   const dash: Dashboard = { charts: new Map(), cdf, timeline, seriesUrl, stateSeq: 0 };
-  for (const name of METRICS) dash.charts.set(name, new MetricChart(name, grid));
+  // The catalogue's dashboard metrics, one titled grid per section; other metrics are not charted.
+  groupedGrids(root, catalog.groupBySection(catalog.dashboardMetrics()), (name, parent) =>
+    dash.charts.set(name, new MetricChart(name, parent, catalog)),
+  );
 
   const backfill = () =>
     loadSeries(dash).catch((err) => console.warn("dashboard: series load failed", err));

@@ -2,7 +2,8 @@
 // (EMA-smoothed when smoothing is on, with the raw points drawn faintly behind).
 import uPlot from "uplot";
 import type { Aligned } from "./align";
-import { chartSection, fitWidth } from "./charts";
+import type { MetricCatalog } from "./catalog";
+import { chartSection, describe, fitWidth } from "./charts";
 import { emaSmooth } from "./ema";
 import { formatNumber, yAxis } from "./format";
 import { withAlpha } from "./palette";
@@ -55,7 +56,15 @@ export class OverlayChart {
   private readonly raw: (number | null)[][];
   private smooth = 0;
 
-  constructor(parent: HTMLElement, metric: string, xMode: CompareX, lines: OverlayLine[], data: Aligned, smooth: number) {
+  constructor(
+    parent: HTMLElement,
+    metric: string,
+    catalog: MetricCatalog,
+    xMode: CompareX,
+    lines: OverlayLine[],
+    data: Aligned,
+    smooth: number,
+  ) {
     this.x = data.x;
     this.raw = data.ys;
     this.smooth = smooth;
@@ -65,7 +74,8 @@ export class OverlayChart {
     badge.className = "points";
     badge.title = "points drawn (after server-side downsampling)";
     badge.textContent = `${this.points} pts`;
-    const { section, plot } = chartSection(metric, badge);
+    const { section, heading, plot } = chartSection(catalog.title(metric), badge, metric);
+    heading.title = describe(catalog, metric);
     section.classList.add("compare-chart");
     section.dataset.metric = metric;
     section.dataset.points = String(this.points);

@@ -1,19 +1,13 @@
 // The #summary table: one row per run, each summary value with its ratio to the reference run.
+// Columns (key, heading, which way is better) come from the page's metric catalogue.
 import { formatCount, formatNumber, formatWithRatio } from "./format";
-import type { CompareResponse } from "./types";
+import type { CompareResponse, SummaryColumnInfo } from "./types";
 
-/** +1: higher is better, -1: lower is better, 0: neither. */
-type Better = 1 | -1 | 0;
-
-/** Summary columns of GET /api/compare/: key, header, formatter, which direction is better. */
-export const SUMMARY_COLUMNS: [key: string, title: string, format: (v: number | null | undefined) => string, better: Better][] = [
-  ["throughput_tok_s", "throughput tok/s (median)", formatNumber, 1],
-  ["tail_time_s", "tail time s (median)", formatNumber, -1],
-  ["accept_len", "accept len (median)", formatNumber, 1],
-  ["reward", "reward (final)", formatNumber, 1],
-  ["accuracy", "accuracy (final)", formatNumber, 1],
-  ["iterations", "iterations", formatCount, 0],
-];
+/** Columns when the page has no catalogue: the API's keys, unformatted headings, no colouring. */
+function fallbackColumns(data: CompareResponse): SummaryColumnInfo[] {
+  const keys = Object.keys(data.runs[0]?.summary ?? {});
+  return keys.map((key) => ({ key, metric: "", stat: "last", title: key, heading: key, better: "none" }));
+}
 
 function cell(tag: "td" | "th", text: string, className?: string): HTMLTableCellElement {
   const el = document.createElement(tag);
@@ -27,14 +21,24 @@ function safeHref(url: unknown): string | null {
   return typeof url === "string" && url.startsWith("/") && !url.startsWith("//") ? url : null;
 }
 
-/** Fill `table` from `data`; `colors[i]` is the chart color of `data.runs[i]`. */
-export function renderSummary(table: HTMLTableElement, data: CompareResponse, colors: string[]): void {
+/**
+ * Fill `table` from `data`; `colors[i]` is the chart color of `data.runs[i]`; `columns`:
+ * the summary columns of the catalogue (the API's keys when empty).
+ */
+export function renderSummary(
+  table: HTMLTableElement,
+  data: CompareResponse,
+  colors: string[],
+  columns: SummaryColumnInfo[],
+): void {
+  const shown = columns.length > 0 ? columns : fallbackColumns(data);
   const head = document.createElement("tr");
   // The run label already names team, experiment and policy.
   head.append(cell("th", "run"), cell("th", "state"));
-  for (const [key, title] of SUMMARY_COLUMNS) {
-    const th = cell("th", title, "num");
+  for (const { key, heading, metric } of shown) {
+    const th = cell("th", heading, "num");
     th.dataset.col = key;
+    if (metric) th.title = metric;
     head.append(th);
   }
   const thead = document.createElement("thead");
@@ -65,14 +69,14 @@ export function renderSummary(table: HTMLTableElement, data: CompareResponse, co
     }
     tr.append(name, cell("td", run.state ?? ""));
 
-    for (const [key, , format, better] of SUMMARY_COLUMNS) {
+    for (const { key, stat, better } of shown) {
       const value = run.summary?.[key];
       const ratio = run.ratios?.[key];
-      const td = cell("td", formatWithRatio(value, ratio, format), "num");
+      const td = cell("td", formatWithRatio(value, ratio, stat === "count" ? formatCount : formatNumber), "num");
       td.dataset.col = key;
       // Color a ratio that differs visibly (by 0.5% or more) from the reference.
-      if (better !== 0 && typeof ratio === "number" && !isRef && Math.abs(ratio - 1) >= 0.005) {
-        td.classList.add((ratio > 1) === (better > 0) ? "better" : "worse");
+      if (better !== "none" && typeof ratio === "number" && !isRef && Math.abs(ratio - 1) >= 0.005) {
+        td.classList.add((ratio > 1) === (better === "higher") ? "better" : "worse");
       }
       tr.append(td);
     }

@@ -1,5 +1,8 @@
-// Wire formats shared with the Django side (series.json, WebSocket messages and
-// GET /api/compare/, documented in docs/api.md).
+// Wire formats shared with the Django side (series.json, WebSocket messages,
+// the metric catalogue and GET /api/compare/, documented in docs/api.md).
+// The WebSocket messages and the catalogue mirror pydantic models and dataclasses in
+// workers/umbra/telemetry/ (messages.py, wire.py, catalog.py, summary_columns.py);
+// tests/unit/test_wire_contract.py fails when their field names drift apart.
 
 /** One [step, value] pair; step is the iteration number. */
 export type Point = [number, number];
@@ -10,18 +13,29 @@ export type Point = [number, number];
  */
 export type Chunk = [instance: number, start_s: number, finish_s: number, tokens: number];
 
-/** One generation request from a rollout trace. */
+/** One generation request from a rollout trace (umbra.telemetry.wire.RequestRow). */
 export interface TraceRequest {
   group: number;
   index: number;
   instance: number;
   start_s: number;
   finish_s: number;
+  /** Absent in older traces. */
+  prompt_tokens?: number | null;
   output_tokens: number;
   finish_reason: string;
   policy_version: number;
   /** Every chunk the request ran, in order; absent (or empty) in older traces. */
   chunks?: Chunk[];
+}
+
+/** The rollout set-up a trace ran on (umbra.telemetry.wire.TraceMeta). */
+export interface TraceMeta {
+  policy: string;
+  instances: number;
+  capacity: number;
+  kv_cache_gib: number;
+  max_tokens: number;
 }
 
 /** The last iteration's request trace. */
@@ -37,12 +51,87 @@ export interface SeriesResponse {
   trace: Trace | null;
 }
 
+/** One metric point (umbra.telemetry.wire.PointIn). */
+export interface MetricPoint {
+  name: string;
+  step: number;
+  value: number;
+}
+
+/** Points of a batch just stored (umbra.telemetry.messages.MetricsMessage). */
+export interface MetricsMessage {
+  type: "metrics";
+  points: MetricPoint[];
+}
+
+/** An iteration's request trace, thinned for the browser (TraceMessage). */
+export interface TraceMessage {
+  type: "trace";
+  iteration: number;
+  requests: TraceRequest[];
+  meta: TraceMeta | null;
+}
+
+/** The run moved to `state` (StateMessage). */
+export interface StateMessage {
+  type: "state";
+  state: string;
+  reason: string;
+}
+
+/** One entry of the run's event log (EventNote); `at` is ISO 8601. */
+export interface EventNote {
+  kind: string;
+  reason: string;
+  at: string;
+}
+
+/** The job's notes of a batch just stored (EventsMessage). */
+export interface EventsMessage {
+  type: "events";
+  events: EventNote[];
+}
+
 /** Messages pushed over the run's WebSocket. */
-export type SocketMessage =
-  | { type: "metrics"; points: { name: string; step: number; value: number }[] }
-  | ({ type: "trace" } & Trace)
-  | { type: "state"; state: string; reason?: string }
-  | { type: "events"; events: { kind: string; reason: string; at: string }[] };
+export type SocketMessage = MetricsMessage | TraceMessage | StateMessage | EventsMessage;
+
+/** Which way a metric is better. */
+export type Better = "higher" | "lower" | "none";
+
+/** One catalogue entry (umbra.telemetry.catalog.Metric); `{instance}` in a family's name. */
+export interface MetricInfo {
+  name: string;
+  section: string;
+  label: string;
+  /** Printed after values; "" for counts, fractions and scores. */
+  unit: string;
+  better: Better;
+  description: string;
+  /** Charted on the run dashboard. */
+  dashboard: boolean;
+  /** A default metric of the comparison. */
+  compare: boolean;
+  /** Name shared by the members of a fixed family (percentiles), else null. */
+  family: string | null;
+}
+
+/** One summary column of GET /api/compare/ (umbra.telemetry.summary_columns.SummaryColumn). */
+export interface SummaryColumnInfo {
+  key: string;
+  metric: string;
+  stat: "median" | "last" | "count";
+  title: string;
+  /** The title with its statistic, e.g. "throughput tok/s (median)". */
+  heading: string;
+  better: Better;
+}
+
+/** The page's `#metric-catalog` JSON ({% metric_catalog %}). */
+export interface CatalogDocument {
+  sections: string[];
+  metrics: MetricInfo[];
+  summary: SummaryColumnInfo[];
+}
 
 /** x axis of compared series: iteration, Unix seconds, or seconds since the run's first point. */
 export type CompareX = "step" | "wall" | "relative";

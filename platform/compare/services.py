@@ -10,10 +10,11 @@ from runs.models import Run
 from runs.selectors import visible_runs
 from telemetry.series import series_of
 from telemetry.series_cache import run_versions
+from umbra.telemetry import catalog
 
 MAX_RUNS = 50
 MAX_SERVED_POINTS = 300_000  # runs x metrics x max_points: bounds the answer's size and time
-DEFAULT_METRICS = ("rollout/throughput_tok_s", "rollout/tail_time_s", "reward/mean", "rollout/spec/accept_len")
+DEFAULT_METRICS = tuple(catalog.compare_defaults())  # the catalogue's ``compare`` entries
 
 
 def runs_for_compare(user, run_ids: list[int]) -> list[Run]:

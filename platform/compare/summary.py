@@ -4,15 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-# Summary column -> (metric name, statistic). Medians damp the first iteration's warm-up.
-COLUMNS: dict[str, tuple[str, str]] = {
-    "throughput_tok_s": ("rollout/throughput_tok_s", "median"),
-    "tail_time_s": ("rollout/tail_time_s", "median"),
-    "accept_len": ("rollout/spec/accept_len", "median"),
-    "reward": ("reward/mean", "last"),
-    "accuracy": ("reward/accuracy", "last"),
-    "iterations": ("iteration/time_s", "count"),
-}
+from umbra.telemetry.summary_columns import SUMMARY_COLUMNS
+
+# Summary column -> (metric name, statistic), as defined once in umbra.telemetry.summary_columns.
+COLUMNS: dict[str, tuple[str, str]] = {c.key: (c.metric, c.stat) for c in SUMMARY_COLUMNS}
 # Config keys that choose the rollout policy: runs differing only in these share a config.
 POLICY_KEYS = frozenset({"rollout_policy", "chunk_tokens", "seer_divided", "seer_context_aware", "spec_decoding"})
 BASELINE_POLICY = "static-group"

@@ -1,77 +1,64 @@
-"""Write-side operations on runs (HackSoft styleguide 'services')."""
+"""Write-side operations on experiments and runs (HackSoft styleguide 'services'): views,
+the API and commands change runs only through here.
+
+The lifecycle itself (``transition``, ``RESUMABLE``) lives in ``runs.lifecycle`` and is
+re-exported here; the Ray dispatch is ``runs.dispatch``, the ingestion token
+``runs.ingest_tokens``. Services that hand work to Celery import ``runs.tasks``; nothing
+those tasks import imports this module back.
+"""
 from __future__ import annotations
 
-import hashlib
-import secrets
+from django.db import IntegrityError, transaction
 
-from django.db import transaction
-from django.utils import timezone
-
+from runs.lifecycle import RESUMABLE, transition
 from runs.models import Experiment, Run, RunEvent
-from telemetry.broadcast import broadcast
+from runs.tasks import cancel_run, dispatch_run
 from umbra.config import RunConfig
 
-# Allowed moves of the lifecycle; anything else is ignored (e.g. a late poll after cancel).
-_NEXT = {
-    Run.State.QUEUED: {Run.State.DISPATCHING, Run.State.CANCELLED, Run.State.FAILED},
-    Run.State.DISPATCHING: {Run.State.RUNNING, Run.State.SUCCEEDED, Run.State.FAILED, Run.State.CANCELLED},
-    Run.State.RUNNING: {Run.State.SUCCEEDED, Run.State.FAILED, Run.State.CANCELLED},
-    # Resume only (request_resume): a new attempt continues from the latest checkpoint.
-    Run.State.FAILED: {Run.State.QUEUED},
-    Run.State.CANCELLED: {Run.State.QUEUED},
-}
-RESUMABLE = (Run.State.FAILED, Run.State.CANCELLED)
+__all__ = ["RESUMABLE", "ExperimentNameTaken", "create_experiment", "create_run", "request_cancel",
+           "request_resume", "transition", "update_experiment"]
+
+EDITABLE_EXPERIMENT_FIELDS = ("description", "tags", "visibility")
 
 
-def transition(run_id: int, to_state: str, reason: str = "") -> bool:
-    """Move run ``run_id`` to ``to_state``, storing a RunEvent and pushing the new state
-    to open dashboards. Returns False (and changes nothing) for a move the lifecycle forbids."""
-    with transaction.atomic():
-        run = Run.objects.select_for_update().get(pk=run_id)
-        if to_state not in _NEXT.get(run.state, set()):
-            return False
-        RunEvent.objects.create(run=run, from_state=run.state, to_state=to_state, reason=reason[:4000])
-        run.state = to_state
-        now = timezone.now()
-        if to_state == Run.State.RUNNING:
-            run.started_at = now
-        if to_state in Run.TERMINAL:
-            run.finished_at = now
-        run.save(update_fields=["state", "started_at", "finished_at"])
-        transaction.on_commit(lambda: broadcast(run_id, {"type": "state", "state": to_state, "reason": reason[:500]}))
-        if to_state in Run.TERMINAL:
-            from telemetry.tasks import warm_run_caches
+class ExperimentNameTaken(ValueError):
+    """The team already has an experiment of that name."""
 
-            transaction.on_commit(lambda: warm_run_caches.delay(run_id))
-    return True
+
+def create_experiment(team, name: str, description: str = "", tags: list[str] | None = None,
+                      visibility: str = Experiment.Visibility.TEAM) -> Experiment:
+    """Store a new experiment of ``team``. Raises ExperimentNameTaken if the name is taken."""
+    try:
+        with transaction.atomic():
+            return Experiment.objects.create(team=team, name=name, description=description, tags=tags or [],
+                                             visibility=visibility)
+    except IntegrityError:
+        raise ExperimentNameTaken("this team already has an experiment of that name") from None
+
+
+def update_experiment(experiment: Experiment, **changes) -> Experiment:
+    """Change ``experiment``'s description, tags or visibility (the name is fixed: runs and
+    links refer to it). Raises ValueError for a visibility that is not one of the choices."""
+    unknown = set(changes) - set(EDITABLE_EXPERIMENT_FIELDS)
+    if unknown:
+        raise TypeError(f"not editable: {', '.join(sorted(unknown))}")
+    if "visibility" in changes and changes["visibility"] not in Experiment.Visibility.values:
+        raise ValueError(f"visibility must be one of {', '.join(Experiment.Visibility.values)}")
+    for field, value in changes.items():
+        setattr(experiment, field, value)
+    experiment.save(update_fields=list(changes))
+    return experiment
 
 
 def create_run(user, team, experiment_name: str, config: RunConfig) -> Run:
     """Store a queued run of ``config`` under the team's experiment ``experiment_name``
     (created if new) and hand it to Celery for dispatch once committed."""
-    from runs.tasks import dispatch_run
-
     with transaction.atomic():
         experiment, _ = Experiment.objects.get_or_create(team=team, name=experiment_name.strip())
         run = Run.objects.create(experiment=experiment, config=config.model_dump(), created_by=user)
         RunEvent.objects.create(run=run, from_state="", to_state=Run.State.QUEUED, reason="submitted")
         transaction.on_commit(lambda: dispatch_run.delay(run.pk))
     return run
-
-
-def issue_ingest_token(run: Run) -> str:
-    """A fresh ingestion token for ``run`` only (replacing any earlier one), valid for
-    ``settings.UMBRA_INGEST_TOKEN_TTL_S`` seconds and while the run is live; only its
-    sha256 is stored. Returns the plaintext token (43 URL-safe characters)."""
-    from datetime import timedelta
-
-    from django.conf import settings
-
-    token = secrets.token_urlsafe(32)
-    run.ingest_token_hash = hashlib.sha256(token.encode()).hexdigest()
-    run.ingest_token_expires_at = timezone.now() + timedelta(seconds=settings.UMBRA_INGEST_TOKEN_TTL_S)
-    run.save(update_fields=["ingest_token_hash", "ingest_token_expires_at"])
-    return token
 
 
 def request_resume(run: Run) -> bool:
@@ -81,8 +68,6 @@ def request_resume(run: Run) -> bool:
 
     Returns False (and changes nothing) when the run is not failed or cancelled.
     """
-    from runs.tasks import dispatch_run
-
     with transaction.atomic():
         locked = Run.objects.select_for_update().get(pk=run.pk)
         if locked.state not in RESUMABLE:
@@ -102,8 +87,6 @@ def request_resume(run: Run) -> bool:
 def request_cancel(run: Run) -> None:
     """Cancel ``run``: a queued run is cancelled at once; a dispatched one gets its
     Ray job stopped by a Celery task (the follow task records ``cancelled``)."""
-    from runs.tasks import cancel_run
-
     if run.state == Run.State.QUEUED:
         transition(run.pk, Run.State.CANCELLED, "cancelled before dispatch")
     elif not run.is_terminal:

@@ -9,7 +9,6 @@ urlpatterns = [
     path("teams/<slug:slug>/experiments/<int:experiment_id>/visibility/", views.experiment_visibility,
          name="experiment-visibility"),
     path("runs/<int:run_id>/", views.run_dashboard, name="run-dashboard"),
-    path("runs/<int:run_id>/series.json", views.run_series, name="run-series"),
     path("runs/<int:run_id>/cancel/", views.run_cancel, name="run-cancel"),
     path("runs/<int:run_id>/resume/", views.run_resume, name="run-resume"),
 ]

@@ -1,18 +1,18 @@
-"""HTML pages for runs: team run list, the run form, the run dashboard, cancel."""
+"""HTML pages for runs: team run list, the run form, the run dashboard, cancel, resume
+(the dashboard's series JSON is ``telemetry.dashboard_views``)."""
 from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpResponseForbidden, JsonResponse
+from django.http import HttpResponseForbidden
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from runs.forms import RunForm
 from runs.models import Experiment
 from runs.selectors import can_act_on, run_for, visible_runs
-from runs.services import RESUMABLE, create_run, request_cancel, request_resume
+from runs.services import RESUMABLE, create_run, request_cancel, request_resume, update_experiment
 from teams.selectors import team_for_member, teams_of
-from telemetry.selectors import latest_trace, series_for
 
 
 @login_required
@@ -43,12 +43,11 @@ def experiment_visibility(request, slug: str, experiment_id: int):
     experiment = get_object_or_404(Experiment, pk=experiment_id, team=team)
     if not member.can_submit():
         return HttpResponseForbidden("viewers cannot change experiments")
-    value = request.POST.get("visibility", "")
-    if value not in Experiment.Visibility.values:
-        messages.error(request, f"visibility must be one of {', '.join(Experiment.Visibility.values)}")
+    try:
+        update_experiment(experiment, visibility=request.POST.get("visibility", ""))
+    except ValueError as exc:
+        messages.error(request, str(exc))
     else:
-        experiment.visibility = value
-        experiment.save(update_fields=["visibility"])
         messages.info(request, f"Experiment '{experiment.name}' is now visible to: {experiment.get_visibility_display()}.")
     return redirect("team-runs", slug=slug)
 
@@ -82,13 +81,6 @@ def run_dashboard(request, run_id: int):
                                                    "config": sorted(run.config.items()),
                                                    "can_cancel": can_act_on(request.user, run),
                                                    "resumable": run.state in RESUMABLE})
-
-
-@login_required
-def run_series(request, run_id: int):
-    """JSON for the dashboard: state, every metric series and the last trace."""
-    run = run_for(request.user, run_id)
-    return JsonResponse({"state": run.state, "series": series_for(run), "trace": latest_trace(run)})
 
 
 @login_required

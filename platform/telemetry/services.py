@@ -9,7 +9,8 @@ from django.db.models import F
 from runs.models import Run, RunEvent
 from telemetry.broadcast import broadcast
 from telemetry.models import IterationTrace, MetricBatch, MetricPoint
-from telemetry.schema import BatchIn
+from umbra.telemetry.messages import EventNote, EventsMessage, MetricsMessage, TraceMessage
+from umbra.telemetry.wire import BatchIn
 
 log = logging.getLogger(__name__)
 
@@ -43,12 +44,12 @@ def ingest(run: Run, batch: BatchIn) -> bool:
         if MetricBatch.objects.filter(run=run, seq=batch.seq).exists():
             return False
         raise
-    broadcast(run.pk, {"type": "metrics", "points": [p.model_dump() for p in points]})
+    broadcast(run.pk, MetricsMessage(points=points))
     if events:  # one push for the batch's notes, not one per note
-        broadcast(run.pk, {"type": "events", "events": [{"kind": e.kind, "reason": e.reason, "at": e.at.isoformat()}
-                                                        for e in events]})
+        broadcast(run.pk, EventsMessage(events=[EventNote(kind=e.kind, reason=e.reason, at=e.at.isoformat())
+                                                for e in events]))
     if batch.trace is not None:
-        broadcast(run.pk, {"type": "trace", **trace_for_browser(batch.trace.model_dump())})
+        broadcast(run.pk, TraceMessage.model_validate(trace_for_browser(batch.trace.model_dump())))
     return True
 
 

@@ -45,6 +45,7 @@ INSTALLED_APPS = [
     "compare",
     "api",
     "whatif",
+    "benchmarks",
 ]
 
 MIDDLEWARE = [

@@ -11,6 +11,7 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/", include("api.urls")),
     path("", include("runs.urls")),
+    path("", include("telemetry.urls")),
     path("", include("compare.urls")),
     path("", include("teams.urls")),
     path("", include("whatif.urls")),

@@ -7,10 +7,10 @@ import json
 from django import forms
 
 from runs.selectors import visible_runs
+from umbra.rollout.policies.variants import DEFAULT_VARIANTS, VARIANT_NAMES
 from umbra.sim.workload import PRESETS
 
-POLICY_CHOICES = [(n, n) for n in ("static-group", "request-lb", "seer-divided", "seer-no-spec", "seer",
-                                   "seer-no-context", "seer-no-divided", "oracle-lfs")]
+POLICY_CHOICES = [(n, n) for n in VARIANT_NAMES]
 MAX_TRACE_BYTES = 5 * 1024 * 1024
 MAX_TRACE_REQUESTS = 20_000
 
@@ -32,7 +32,7 @@ class SimulationForm(forms.Form):
     kv_tokens = forms.IntegerField(required=False, min_value=1, max_value=10**10, label="KV tokens per instance")
     max_batch = forms.IntegerField(required=False, min_value=1, max_value=65_536, label="max batch per instance")
     policies = forms.MultipleChoiceField(choices=POLICY_CHOICES, widget=forms.CheckboxSelectMultiple,
-                                         initial=["static-group", "request-lb", "seer-no-spec", "seer", "oracle-lfs"])
+                                         initial=list(DEFAULT_VARIANTS))
     accept_len = forms.FloatField(min_value=1.0, max_value=8.9, initial=2.0,
                                   help_text="grouped speculative decoding: tokens per step at full draft length")
     shared_kv = forms.BooleanField(required=False, label="shared KV pool (migrations re-prefill nothing)")

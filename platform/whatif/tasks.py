@@ -19,7 +19,7 @@ def run_simulation(simulation_id: int) -> str:
     from celery.exceptions import SoftTimeLimitExceeded
 
     from whatif.models import Simulation
-    from whatif.services import simulate
+    from whatif.simulator import simulate
 
     updated = Simulation.objects.filter(pk=simulation_id, state=Simulation.State.QUEUED).update(
         state=Simulation.State.RUNNING)

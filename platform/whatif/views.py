@@ -2,14 +2,13 @@
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
-from django.db import transaction
 from django.http import Http404, HttpResponseForbidden, JsonResponse
 from django.shortcuts import redirect, render
 
 from teams.selectors import team_for_member
 from whatif.forms import SimulationForm
 from whatif.models import Simulation
-from whatif.tasks import run_simulation
+from whatif.services import create_simulation
 
 
 def _simulation_for(user, pk: int) -> Simulation:
@@ -31,10 +30,7 @@ def team_simulations(request, slug: str):
             return HttpResponseForbidden("viewers cannot start simulations")
         if form.is_valid():
             d = form.cleaned_data
-            with transaction.atomic():
-                sim = Simulation.objects.create(team=team, created_by=request.user, label=d["params"]["label"],
-                                                params=d["params"], trace=d["trace"], source_run=d["source_run"])
-                transaction.on_commit(lambda: run_simulation.delay(sim.pk))
+            sim = create_simulation(team, request.user, d["params"], d["trace"], d["source_run"])
             return redirect("simulation", pk=sim.pk)
     sims = Simulation.objects.filter(team=team).only("pk", "label", "state", "created_at", "params")[:100]
     return render(request, "whatif/list.html", {"team": team, "form": form, "simulations": sims,

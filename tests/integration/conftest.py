@@ -34,7 +34,7 @@ def instances(ray_driver, tiny_model_path):
 @pytest.fixture(scope="session")
 def spec_setup(ray_driver, tiny_model_path):
     """Two instances with grouped speculative decoding and their draft server."""
-    from umbra.spec.server import start_draft_server
+    from umbra.speculative.server import start_draft_server
 
     server = start_draft_server()
     handles = _start(ray_driver, tiny_model_path, server)

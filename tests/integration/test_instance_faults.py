@@ -33,7 +33,7 @@ def test_chunks_of_a_killed_instance_finish_on_the_other(ray_driver, tiny_model_
     thread.start()
     # Kill once instance 1 has finished some chunks and is running others.
     deadline = time.time() + 120
-    while time.time() < deadline and not any(c["instance"] == 1 for g in groups for r in g for c in r.chunks):
+    while time.time() < deadline and not any(c.instance == 1 for g in groups for r in g for c in r.chunks):
         time.sleep(0.01)
     killed_at = time.time()
     os.kill(victim_pid, signal.SIGKILL)
@@ -45,11 +45,11 @@ def test_chunks_of_a_killed_instance_finish_on_the_other(ray_driver, tiny_model_
         assert policy.redispatched >= 1  # chunks were running there when it died
         assert len(done) == 16 and len({r.request_id for r in done}) == 16
         for r in done:
-            assert r.done and r.num_generated == sum(c["tokens"] for c in r.chunks) <= 128
+            assert r.done and r.num_generated == sum(c.tokens for c in r.chunks) <= 128
             assert len(r.output_token_ids) == r.num_generated
         # nothing started on the dead instance after it died; the other one carried on
-        assert all(c["start_s"] < killed_at for r in done for c in r.chunks if c["instance"] == 1)
-        assert any(c["start_s"] > killed_at for r in done for c in r.chunks if c["instance"] == 0)
+        assert all(c.start_s < killed_at for r in done for c in r.chunks if c.instance == 1)
+        assert any(c.start_s > killed_at for r in done for c in r.chunks if c.instance == 0)
     finally:
         for inst in instances:
             ray.kill(inst)

@@ -41,27 +41,32 @@ def test_greedy_responses_identical_under_static_group_and_seer(ray_driver, inst
 
 
 def test_instances_serve_trainer_weights_after_step(ray_driver, instances, tiny_model_path):
+    """The trainer group's weight sync: after one GRPO step every instance serves the new
+    weights (same log-probs as the trainer) and the next rollout is sampled by version 1."""
     ray = ray_driver
-    from umbra.job.loop import sync_weights
+    from umbra.rollout.instance_pool import InstancePool
+    from umbra.rollout.manager import RolloutManager, RolloutShape
     from umbra.rollout.policies import StaticGroupPolicy
-    from umbra.rollout.request import make_groups
-    from umbra.rollout.runner import run_rollout
-    from umbra.training.trainer import start_trainer
+    from umbra.training.group import TrainerGroup
 
-    trainer = start_trainer(tiny_model_path, learning_rate=5e-2, kl_coef=0.01, clip_eps=0.2, minibatches=1, seed=0)
+    manager = RolloutManager(InstancePool(instances), RolloutShape(4, 16, 1.0, 512, 64, 16, 1))
+    manager.policy = StaticGroupPolicy()
+    trainers = TrainerGroup.start(tiny_model_path, learning_rate=5e-2, kl_coef=0.01, clip_eps=0.2, minibatches=1,
+                                  seed=0)
+    trainer = trainers.actor
     try:
         before = ray.get(trainer.prompt_logprobs.remote(PROBE))
         for inst in instances:  # version 0: engines and trainer load the same checkpoint
             assert ray.get(inst.prompt_logprobs.remote(PROBE)) == pytest.approx(before, abs=1e-3)
 
-        groups = make_groups([PROBE[:4], PROBE[:6]], group_size=4, max_tokens=16, seed=1)
-        reqs, _, _ = run_rollout(StaticGroupPolicy(), instances, groups, [16, 16])
-        assert {r.policy_version for r in reqs} == {0}
-        adv = [1.0 if r.index % 2 else -1.0 for r in reqs]
-        stats = ray.get(trainer.train_step.remote([r.prompt_token_ids for r in reqs],
-                                                  [r.output_token_ids for r in reqs], adv))
-        assert stats["policy_version"] == 1.0
-        sync_weights(trainer, instances, 1)
+        batch = manager.generate(0, [PROBE[:4], PROBE[:6]], seed=1)
+        assert batch.policy_versions() == {0} and len(batch.samples) == 8
+        for s in batch.samples:
+            s.advantage = 1.0 if s.index % 2 else -1.0
+        trainers.train(batch)
+        assert trainers.policy_version == 1
+        trainers.update_weights(manager)
+        assert manager.policy_version == 1
 
         after = ray.get(trainer.prompt_logprobs.remote(PROBE))
         assert max(abs(a - b) for a, b in zip(after, before)) > 1e-3  # the step changed the policy
@@ -69,9 +74,7 @@ def test_instances_serve_trainer_weights_after_step(ray_driver, instances, tiny_
             assert ray.get(inst.prompt_logprobs.remote(PROBE)) == pytest.approx(after, abs=1e-3)
             assert ray.get(inst.ready.remote())["policy_version"] == 1
 
-        groups = make_groups([PROBE[:4], PROBE[:6]], group_size=4, max_tokens=16, seed=2)
-        reqs, _, _ = run_rollout(StaticGroupPolicy(), instances, groups, [16, 16])
-        assert {r.policy_version for r in reqs} == {1}
+        assert manager.generate(1, [PROBE[:4], PROBE[:6]], seed=2).policy_versions() == {1}
     finally:
         ray.kill(trainer)
         # Shared instances go back to the checkpoint for the tests that follow. The

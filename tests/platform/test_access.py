@@ -3,17 +3,15 @@ import pytest
 from asgiref.sync import async_to_sync
 from channels.testing import WebsocketCommunicator
 
-from runs.models import Experiment, Run
-from teams.models import Membership, Team
+from runs.models import Run
+from tests import factories
 
 
 @pytest.fixture
-def other_run(django_user_model):
-    team = Team.objects.create(name="Beta", slug="beta")
-    bob = django_user_model.objects.create_user("bob", password="x")
-    Membership.objects.create(user=bob, team=team)
-    exp = Experiment.objects.create(team=team, name="secret")
-    return Run.objects.create(experiment=exp, config={"model": "tiny"}, state=Run.State.RUNNING, created_by=bob)
+def other_run():
+    team = factories.team("beta")
+    bob = factories.member(team, "bob")
+    return factories.run(factories.experiment(team, "secret"), state=Run.State.RUNNING, created_by=bob)
 
 
 @pytest.mark.django_db
@@ -39,9 +37,8 @@ def test_anonymous_is_sent_to_login(client, other_run):
 def test_websocket_refuses_other_teams_run_and_admits_own(team_user, other_run):
     from umbra_site.asgi import application
 
-    _, alice = team_user
-    exp = Experiment.objects.create(team=Team.objects.get(slug="alpha"), name="mine")
-    mine = Run.objects.create(experiment=exp, config={}, state=Run.State.RUNNING, created_by=alice)
+    team, alice = team_user
+    mine = factories.run(factories.experiment(team, "mine"), config={}, state=Run.State.RUNNING, created_by=alice)
 
     async def connect(run_id):
         comm = WebsocketCommunicator(application, f"/ws/runs/{run_id}/", headers=[(b"origin", b"http://testserver")])
@@ -58,9 +55,8 @@ def test_websocket_refuses_other_teams_run_and_admits_own(team_user, other_run):
 def test_unknown_websocket_path_and_garbage_frames_do_not_error(team_user):
     from umbra_site.asgi import application
 
-    _, alice = team_user
-    exp = Experiment.objects.create(team=Team.objects.get(slug="alpha"), name="mine")
-    mine = Run.objects.create(experiment=exp, config={}, state=Run.State.RUNNING, created_by=alice)
+    team, alice = team_user
+    mine = factories.run(factories.experiment(team, "mine"), config={}, state=Run.State.RUNNING, created_by=alice)
 
     async def scenario():
         comm = WebsocketCommunicator(application, "/ws/nope/", headers=[(b"origin", b"http://testserver")])
@@ -83,17 +79,16 @@ def test_cancel_with_an_unreachable_cluster_is_recorded(team_user, settings):
     from runs.tasks import cancel_run
 
     settings.UMBRA_ALLOWED_CLUSTERS = ["http://127.0.0.1:1"]
-    _, alice = team_user
-    exp = Experiment.objects.create(team=Team.objects.get(slug="alpha"), name="c")
-    run = Run.objects.create(experiment=exp, config={"cluster": "http://127.0.0.1:1"}, state=Run.State.DISPATCHING,
-                             created_by=alice)
+    team, alice = team_user
+    run = factories.run(factories.experiment(team, "c"), config={"cluster": "http://127.0.0.1:1"},
+                        state=Run.State.DISPATCHING, created_by=alice)
     cancel_run(run.pk)  # the task body, run here against the real (unreachable) address
     run.refresh_from_db()
     assert run.state == Run.State.CANCELLED and "did not answer" in run.events.last().reason
 
 
 def test_failure_reason_is_short_and_readable():
-    from runs.tasks import failure_reason
+    from runs.dispatch import failure_reason
 
     log = "\x1b[36m(GRPOTrainer pid=1)\x1b[0m noise\nray.exceptions.OutOfMemoryError: Task was killed\nmore noise\n"
     reason = failure_reason("Job entrypoint command failed with exit code 1, last available logs (...): " + log, log)

@@ -2,19 +2,17 @@
 import pytest
 from django.test import Client
 
-from runs.models import Experiment, Run
-from teams.models import Membership, Team
 from telemetry.access_checks import Access, check_many
+from tests import factories
 
 
 @pytest.mark.django_db
-def test_one_batch_answers_each_socket_for_its_own_session_and_run(team_user, django_user_model):
+def test_one_batch_answers_each_socket_for_its_own_session_and_run(team_user):
     team, alice = team_user
-    mine = Run.objects.create(experiment=Experiment.objects.create(team=team, name="a"), config={})
-    beta = Team.objects.create(name="Beta", slug="beta")
-    theirs = Run.objects.create(experiment=Experiment.objects.create(team=beta, name="b"), config={})
-    bob = django_user_model.objects.create_user("bob", password="x")
-    Membership.objects.create(user=bob, team=beta)
+    mine = factories.run(factories.experiment(team, "a"), config={})
+    beta = factories.team("beta")
+    theirs = factories.run(factories.experiment(beta, "b"), config={})
+    bob = factories.member(beta, "bob")
     keys, browsers = {}, {}
     for name, user in (("alice", alice), ("alice-2", alice), ("bob", bob)):
         browsers[name] = Client()

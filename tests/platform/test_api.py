@@ -7,17 +7,17 @@ import pytest
 from rest_framework.test import APIClient
 
 from runs.models import Experiment, Run
-from teams.models import Membership, Team
+from teams.models import Membership
 from telemetry.models import MetricPoint
+from tests import factories
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def api(django_user_model):
-    team = Team.objects.create(name="Alpha", slug="alpha")
-    user = django_user_model.objects.create_user("alice")
-    Membership.objects.create(user=user, team=team, role="member")
+def api():
+    team = factories.team("alpha")
+    user = factories.member(team, "alice")
     client = APIClient()
     client.force_authenticate(user)
     client.user, client.team = user, team
@@ -25,8 +25,8 @@ def api(django_user_model):
 
 
 def _run(team, experiment="exp", tags=(), **config):
-    exp, _ = Experiment.objects.get_or_create(team=team, name=experiment, defaults={"tags": list(tags)})
-    return Run.objects.create(experiment=exp, config={"model": "tiny", "iterations": 3, **config})
+    return factories.run(factories.experiment(team, experiment, tags=list(tags)),
+                         config={"model": "tiny", "iterations": 3, **config})
 
 
 def _points(run, name, values):
@@ -137,9 +137,9 @@ def test_compare_bad_queries_get_400_with_a_message(api, query, message):
     assert resp.status_code == 400 and message in resp.content.decode()
 
 
-def test_membership_keeps_an_admin(api, django_user_model):
+def test_membership_keeps_an_admin(api):
     Membership.objects.filter(user=api.user).update(role="admin")
-    django_user_model.objects.create_user("bob")
+    factories.user("bob")
     assert api.post("/api/teams/alpha/members/", {"username": "bob", "role": "viewer"}, format="json").status_code == 201
     assert api.post("/api/teams/alpha/members/", {"username": "nobody"}, format="json").json() == {
         "username": ["no such user"]}
@@ -149,8 +149,8 @@ def test_membership_keeps_an_admin(api, django_user_model):
     assert [m["username"] for m in api.get("/api/teams/alpha/members/").json()] == ["alice"]
 
 
-def test_token_login(client, django_user_model):
-    django_user_model.objects.create_user("carol", password="pw-carol-123")
+def test_token_login(client):
+    factories.user("carol", password="pw-carol-123")
     bad = client.post("/api/auth/token/", {"username": "carol", "password": "nope"})
     assert bad.status_code == 400 and "non_field_errors" in bad.json()
     token = client.post("/api/auth/token/", {"username": "carol", "password": "pw-carol-123"}).json()["token"]
@@ -206,7 +206,7 @@ def test_compare_answer_size_is_bounded(api):
     assert resp.status_code == 400 and "lower max_points" in resp.json()["detail"]
 
 
-def test_login_page_throttles_failed_attempts(client, django_user_model):
-    django_user_model.objects.create_user("dora", password="pw-dora-123")
+def test_login_page_throttles_failed_attempts(client, fast_password_hashing):
+    factories.user("dora", password="pw-dora-123")
     codes = [client.post("/accounts/login/", {"username": "dora", "password": "wrong"}).status_code for _ in range(21)]
     assert codes[:20] == [200] * 20 and codes[20] == 429

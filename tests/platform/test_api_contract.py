@@ -7,9 +7,8 @@ import schemathesis
 import yaml
 from hypothesis import HealthCheck, settings
 
-from runs.models import Experiment, Run
-from teams.models import Membership, Team
 from telemetry.models import MetricPoint
+from tests import factories
 
 SCHEMA_FILE = Path(__file__).resolve().parents[2] / "docs" / "openapi.yaml"
 MIN_CALLS = 2000
@@ -26,18 +25,16 @@ def test_checked_in_schema_is_current():
 
 
 @pytest.fixture
-def api_schema(db, django_user_model):
+def api_schema(db, fast_password_hashing):
     """A member with a token, a run with points, and the schema bound to the WSGI app."""
     from django.core.signals import request_finished, request_started
     from django.core.wsgi import get_wsgi_application
     from django.db import close_old_connections
     from rest_framework.authtoken.models import Token
 
-    team = Team.objects.create(name="Alpha", slug="alpha")
-    user = django_user_model.objects.create_user("fuzz")
-    Membership.objects.create(user=user, team=team, role="admin")
-    exp = Experiment.objects.create(team=team, name="exp")
-    run = Run.objects.create(experiment=exp, config={"rollout_policy": "seer", "iterations": 2}, created_by=user)
+    team = factories.team("alpha")
+    user = factories.member(team, "fuzz", role="admin")
+    run = factories.run(factories.experiment(team), config={"rollout_policy": "seer", "iterations": 2}, created_by=user)
     MetricPoint.objects.bulk_create([MetricPoint(run=run, name="reward/mean", step=i, value=i / 10) for i in range(20)])
     token = Token.objects.create(user=user)
     # The test's transaction holds the data: requests must not close its connection.

@@ -5,6 +5,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from runs.models import Run
+from tests import factories
 
 pytestmark = pytest.mark.django_db
 
@@ -58,12 +59,9 @@ def test_valid_form_with_upload_stores_a_queued_run(client, team_user):
     assert run.config["dataset"].endswith(".jsonl") and run.events.get().to_state == "queued"
 
 
-def test_viewer_cannot_submit(client, team_user, django_user_model):
-    from teams.models import Membership
-
+def test_viewer_cannot_submit(client, team_user):
     team, _ = team_user
-    viewer = django_user_model.objects.create_user("vic", password="x")
-    Membership.objects.create(user=viewer, team=team, role=Membership.Role.VIEWER)
+    viewer = factories.member(team, "vic", role="viewer")
     client.force_login(viewer)
     assert _post(client, team).status_code == 403
     assert Run.objects.count() == 0

@@ -6,8 +6,10 @@ from unittest import mock
 import pytest
 
 from runs import leases
-from runs.models import Experiment, Run
-from runs.tasks import follow_lease_s, follow_run
+from runs.models import Run
+from runs.dispatch import follow_lease_s
+from runs.tasks import follow_run
+from tests import factories
 
 from ..conftest import free_port
 
@@ -41,8 +43,7 @@ def test_an_unrenewed_lease_lapses(key):
 @pytest.mark.django_db
 def test_a_second_follow_chain_ends_without_polling(team_user, settings):
     team, user = team_user
-    run = Run.objects.create(experiment=Experiment.objects.create(team=team, name="e"), config={"model": "tiny"},
-                             state=Run.State.RUNNING, created_by=user)
+    run = factories.run(factories.experiment(team, "e"), state=Run.State.RUNNING, created_by=user)
     # Nothing listens there: a chain that polled would fail the run.
     settings.RAY_ADDRESS = f"http://127.0.0.1:{free_port()}"
     key = f"runs:follow:{run.pk}"

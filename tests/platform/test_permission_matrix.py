@@ -13,31 +13,29 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from runs.models import Experiment, Run
-from teams.models import Membership, Team
+from teams.models import Membership
 from telemetry.models import MetricPoint
+from tests import factories
 
 ROLES = ("owner", "teammate", "viewer", "other", "anon")
 VALID_CONFIG = {"model": "tiny", "iterations": 1, "prompts_per_iteration": 2, "group_size": 2, "max_tokens": 8}
 
 
 @pytest.fixture
-def world(django_user_model):
+def world():
     """Team Alpha (owner=admin, teammate=member, viewer=viewer) with one queued run and
     points; team Beta (other=member) with a run of its own."""
-    alpha, beta = Team.objects.create(name="Alpha", slug="alpha"), Team.objects.create(name="Beta", slug="beta")
-    users = {}
-    for name, team, role in (("owner", alpha, "admin"), ("teammate", alpha, "member"), ("viewer", alpha, "viewer"),
-                             ("other", beta, "member")):
-        users[name] = django_user_model.objects.create_user(name)  # no password: hashing is slow, logins are forced
-        Membership.objects.create(user=users[name], team=team, role=role)
-    exp = Experiment.objects.create(team=alpha, name="alpha-exp", tags=["t1"])
-    run = Run.objects.create(experiment=exp, config={"rollout_policy": "seer", "model": "tiny", "iterations": 2},
-                             created_by=users["owner"])
+    alpha, beta = factories.team("alpha"), factories.team("beta")
+    users = {name: factories.member(team, name, role=role)  # no password: hashing is slow, logins are forced
+             for name, team, role in (("owner", alpha, "admin"), ("teammate", alpha, "member"),
+                                      ("viewer", alpha, "viewer"), ("other", beta, "member"))}
+    exp = factories.experiment(alpha, "alpha-exp", tags=["t1"])
+    run = factories.run(exp, config={"rollout_policy": "seer", "model": "tiny", "iterations": 2},
+                        created_by=users["owner"])
     MetricPoint.objects.bulk_create([MetricPoint(run=run, name="rollout/throughput_tok_s", step=i, value=10.0 + i)
                                      for i in range(5)])
-    beta_exp = Experiment.objects.create(team=beta, name="beta-exp")
-    beta_run = Run.objects.create(experiment=beta_exp, config={"rollout_policy": "static-group"},
-                                  created_by=users["other"])
+    beta_run = factories.run(factories.experiment(beta, "beta-exp"), config={"rollout_policy": "static-group"},
+                             created_by=users["other"])
     return {"users": users, "run": run, "exp": exp, "beta_run": beta_run}
 
 
@@ -145,7 +143,7 @@ def test_org_wide_experiment_is_readable_by_other_teams_but_not_actionable(world
 @pytest.mark.django_db
 @pytest.mark.parametrize("role", ROLES)
 def test_ingestion_is_write_only_by_token(world, role):
-    from runs.services import issue_ingest_token
+    from runs.ingest_tokens import issue_ingest_token
 
     run = world["run"]
     Run.objects.filter(pk=run.pk).update(state=Run.State.RUNNING)

@@ -5,7 +5,7 @@ from rest_framework.test import APIClient
 
 from runs import ray_jobs
 from runs.models import Run, RunEvent
-from runs.services import issue_ingest_token
+from runs.ingest_tokens import issue_ingest_token
 from telemetry.models import MetricBatch, MetricPoint
 
 pytestmark = pytest.mark.django_db

@@ -26,9 +26,10 @@ from django.utils import timezone
 from rest_framework.authentication import SessionAuthentication, TokenAuthentication
 
 from runs.models import Experiment, Run
-from runs.services import issue_ingest_token
+from runs.ingest_tokens import issue_ingest_token
 from teams.models import Membership
 from telemetry.models import MetricBatch
+from tests import factories
 from umbra.config import RunConfig
 
 pytestmark = pytest.mark.django_db
@@ -49,8 +50,7 @@ def _ingest(client, run_id: int, token: str):
 
 
 def _live_run(team, user, name="live") -> Run:
-    exp, _ = Experiment.objects.get_or_create(team=team, name=name)
-    return Run.objects.create(experiment=exp, config={"model": "tiny"}, state=Run.State.RUNNING, created_by=user)
+    return factories.run(factories.experiment(team, name), state=Run.State.RUNNING, created_by=user)
 
 
 # --- ingestion tokens: scoped to one run, expiring ------------------------------------------
@@ -152,8 +152,7 @@ def csrf_client(team_user):
     """A logged-in admin of team 'alpha' whose client enforces CSRF, with one queued run."""
     team, user = team_user
     Membership.objects.filter(user=user).update(role=Membership.Role.ADMIN)
-    exp = Experiment.objects.create(team=team, name="exp")
-    run = Run.objects.create(experiment=exp, config={"model": "tiny"}, created_by=user)
+    run = factories.run(factories.experiment(team), created_by=user)
     client = Client(enforce_csrf_checks=True)
     client.force_login(user)
     client.get("/teams/alpha/runs/new/")  # sets the csrftoken cookie
@@ -358,7 +357,7 @@ def test_telemetry_client_never_logs_its_token(caplog, monkeypatch):
 def test_real_job_keeps_token_out_of_logs_and_entrypoint(ray_cluster, tiny_model_path, settings, caplog,
                                                         monkeypatch, team_user, tmp_path):
     """Dispatch a real Ray job (it fails fast: every prompt is too long) and read every log."""
-    from runs import tasks
+    from runs import ray_jobs, tasks
 
     team, user = team_user
     data = tmp_path / "long.jsonl"
@@ -374,7 +373,7 @@ def test_real_job_keeps_token_out_of_logs_and_entrypoint(ray_cluster, tiny_model
 
     tasks.dispatch_run(run.pk)
     assert follows, "dispatch should hand the run to the follow task"
-    client = tasks.ray_jobs.client_for(run.config)
+    client = ray_jobs.client_for(run.config)
     deadline = time.time() + 300
     while str(client.get_job_status(run.submission_id).value) not in ("SUCCEEDED", "FAILED", "STOPPED"):
         assert time.time() < deadline, "the job did not end"

@@ -5,17 +5,16 @@ import statistics
 import pytest
 
 from compare.stats import run_stats
-from runs.models import Experiment, Run
-from teams.models import Team
+from runs.models import Run
 from telemetry import series as series_mod
 from telemetry.models import MetricPoint
+from tests import factories
 
 
 @pytest.fixture
 def two_runs(db):
-    team = Team.objects.create(name="T", slug="t")
-    exp = Experiment.objects.create(team=team, name="e")
-    runs = [Run.objects.create(experiment=exp, config={}) for _ in range(2)]
+    exp = factories.experiment(factories.team("t", name="T"), "e")
+    runs = [factories.run(exp, config={}) for _ in range(2)]
     rng = random.Random(3)
     rows = []
     for run in runs:
@@ -53,7 +52,7 @@ def test_postgres_stats_equal_python(two_runs):
 def test_new_points_are_never_hidden_by_the_cache(two_runs):
     before = series_mod.series_of(two_runs[:1], ["b"])["b"][two_runs[0]]
     assert len(before["y"]) == 40 and run_stats(two_runs[:1], ["b"])[two_runs[0]]["b"]["count"] == 40
-    from telemetry.schema import BatchIn
+    from umbra.telemetry.wire import BatchIn
     from telemetry.services import ingest
 
     run = Run.objects.get(pk=two_runs[0])

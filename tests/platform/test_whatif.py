@@ -5,9 +5,9 @@ import json
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from runs.models import Experiment, Run
-from teams.models import Membership, Team
+from runs.models import Run
 from telemetry.models import IterationTrace, MetricPoint
+from tests import factories
 from whatif.models import Simulation
 
 pytestmark = pytest.mark.django_db
@@ -27,10 +27,9 @@ def _post(client, team, **fields):
 
 
 def _run_with_trace(team, user, iteration=0):
-    exp = Experiment.objects.create(team=team, name=f"e{team.slug}")
-    run = Run.objects.create(experiment=exp, created_by=user, state=Run.State.SUCCEEDED,
-                             config={"rollout_policy": "seer", "rollout_instances": 2, "max_tokens": 256,
-                                     "kv_cache_gib": 1})
+    run = factories.run(factories.experiment(team, f"e{team.slug}"), created_by=user, state=Run.State.SUCCEEDED,
+                        config={"rollout_policy": "seer", "rollout_instances": 2, "max_tokens": 256,
+                                "kv_cache_gib": 1})
     IterationTrace.objects.create(run=run, iteration=iteration, meta={"policy": "seer", "instances": 2, "capacity": 4,
                                                                       "kv_cache_gib": 1, "max_tokens": 256},
                                   requests=[{k: v for k, v in r.items() if k not in ("policy", "max_tokens", "instances",
@@ -75,11 +74,10 @@ def test_bad_input_gets_a_field_error_and_stores_nothing(client, team_user, fiel
     assert Simulation.objects.count() == 0
 
 
-def test_another_teams_run_and_simulation_are_invisible(client, team_user, django_user_model):
+def test_another_teams_run_and_simulation_are_invisible(client, team_user):
     team, user = team_user
-    other = Team.objects.create(name="Beta", slug="beta")
-    bob = django_user_model.objects.create_user("bob", password="pw-beta-1234")
-    Membership.objects.create(user=bob, team=other, role=Membership.Role.MEMBER)
+    other = factories.team("beta")
+    bob = factories.member(other, "bob")
     their_run = _run_with_trace(other, bob)
     theirs = Simulation.objects.create(team=other, created_by=bob, label="x", params={"policies": []})
     client.force_login(user)
@@ -91,10 +89,9 @@ def test_another_teams_run_and_simulation_are_invisible(client, team_user, djang
     assert client.get("/teams/beta/whatif/").status_code == 404
 
 
-def test_viewer_cannot_start_a_simulation(client, team_user, django_user_model):
+def test_viewer_cannot_start_a_simulation(client, team_user):
     team, _ = team_user
-    viewer = django_user_model.objects.create_user("vera", password="pw-vera-1234")
-    Membership.objects.create(user=viewer, team=team, role=Membership.Role.VIEWER)
+    viewer = factories.member(team, "vera", role="viewer")
     client.force_login(viewer)
     assert client.get(f"/teams/{team.slug}/whatif/").status_code == 200
     assert _post(client, team, workload="moonlight").status_code == 403

@@ -2,7 +2,7 @@ import pytest
 import torch
 
 from umbra.training.batch import pack
-from umbra.training.grpo import group_advantages, grpo_loss
+from umbra.training.grpo import assign_advantages, group_advantages, grpo_loss
 
 
 def test_group_advantages_normalize_within_each_group():
@@ -37,11 +37,26 @@ def test_pack_masks_only_response_tokens():
 
 
 def test_stale_weight_folders_of_dead_trainers_are_removed(tmp_path, monkeypatch):
-    from umbra.training import trainer
+    from umbra.training import weight_sync
 
-    monkeypatch.setattr(trainer, "_weights_root", lambda: tmp_path)
+    monkeypatch.setattr(weight_sync, "_root", lambda: tmp_path)
     dead, alive = tmp_path / "umbra-weights-999999999", tmp_path / f"umbra-weights-{__import__('os').getpid()}"
     dead.mkdir()
     alive.mkdir()
-    trainer._remove_stale_weight_files()
+    weight_sync.remove_stale_shared_files()
     assert not dead.exists() and alive.exists()
+
+
+def test_advantages_are_assigned_per_group_of_a_batch():
+    """assign_advantages normalises within each group of a RolloutBatch, in sample order."""
+    from umbra.rollout.batch import RolloutBatch, Sample
+    from umbra.rollout.request import RequestStatus
+
+    samples = [Sample(g, i, [1], [2], RequestStatus.COMPLETED, 0, [], reward=r)
+               for g, rewards in enumerate([[1.0, 0.0], [0.5, 0.5]]) for i, r in enumerate(rewards)]
+    batch = RolloutBatch(0, 2, samples, [], 0.0, 1.0)
+    assign_advantages(batch)
+    assert [s.advantage for s in samples] == pytest.approx([1.0, -1.0, 0.0, 0.0], abs=1e-5)
+    samples[0].reward = None
+    with pytest.raises(ValueError):
+        assign_advantages(batch)

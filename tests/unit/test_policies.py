@@ -56,7 +56,7 @@ def test_every_request_completes_once_with_exact_tokens(n_groups, g_size, n_inst
         for r in g:
             want = min(true_len[r.request_id], max_tokens)
             assert r.output_token_ids == list(range(want))  # no token added or dropped at a boundary
-            assert r.done and sum(c["tokens"] for c in r.chunks) == want
+            assert r.done and sum(c.tokens for c in r.chunks) == want
     finished = [rid for rid, _, _ in log]
     assert set(finished) == {r.request_id for g in groups for r in g}
     if name != "seer":  # whole requests: exactly one dispatch each

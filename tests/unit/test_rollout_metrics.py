@@ -1,12 +1,12 @@
 import pytest
 
 from umbra.rollout.metrics import request_records, rollout_metrics, tail_time
-from umbra.rollout.request import Request
+from umbra.rollout.request import ChunkRecord, Request, RequestStatus
 
 
 def _req(g, i, start, finish, n, reason="stop"):
     r = Request(group_id=g, index=i, prompt_token_ids=[1], max_tokens=8, seed=0)
-    r.start_s, r.finish_s, r.output_token_ids, r.finish_reason, r.instance = start, finish, [0] * n, reason, 0
+    r.start_s, r.finish_s, r.output_token_ids, r.status, r.instance = start, finish, [0] * n, RequestStatus(reason), 0
     return r
 
 
@@ -42,8 +42,7 @@ def test_idle_fraction_and_engine_metrics():
     from umbra.rollout.metrics import engine_metrics, instance_idle_frac
 
     r = _req(0, 0, 0.0, 10.0, 4)
-    r.chunks = [{"instance": 0, "start_s": 0.0, "finish_s": 4.0, "tokens": 2},
-                {"instance": 1, "start_s": 2.0, "finish_s": 10.0, "tokens": 2}]
+    r.chunks = [ChunkRecord(0, 0.0, 4.0, 2), ChunkRecord(1, 2.0, 10.0, 2)]
     assert instance_idle_frac([r], 0.0, 10.0, 3) == pytest.approx([0.6, 0.2, 1.0])
     before = [{"preemptions": 1.0, "spec_drafts": 10.0, "spec_draft_tokens": 40.0, "spec_accepted": 5.0}]
     after = [{"preemptions": 1.0, "spec_drafts": 20.0, "spec_draft_tokens": 80.0, "spec_accepted": 20.0}]

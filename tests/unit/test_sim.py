@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from umbra.bench.variants import build, variant
+from umbra.rollout.policies.variants import build, variant
 from umbra.rollout.metrics import rollout_metrics
 from umbra.rollout.policies import RequestLBPolicy, SeerPolicy
 from umbra.sim.engine import simulate
@@ -52,7 +52,7 @@ def test_chunks_on_the_same_instance_reprefill_one_token():
     step = StepModel(c0=1.0, c_seq=0.0, c_ctx=0.0, c_prefill=0.5)
     res = simulate(SeerPolicy(chunk_tokens=2), workload([[(1, 5)]], step=step))
     r = res.requests[0]
-    assert [c["tokens"] for c in r.chunks] == [2, 2, 1] and [c["prefill"] for c in r.chunks] == [1, 1, 1]
+    assert [c.tokens for c in r.chunks] == [2, 2, 1] and [c.prefill for c in r.chunks] == [1, 1, 1]
     assert r.finish_s == pytest.approx(5 + 3 * 0.5)
 
 
@@ -86,7 +86,7 @@ def test_conservation_determinism_and_kv(n_groups, g_size, instances, max_batch,
     a, b = runs
     for r, (g, i) in zip(a.requests, [(g, i) for g in range(n_groups) for i in range(g_size)]):
         want = min(groups[g][i][1], max_tokens)
-        assert r.done and r.num_generated == want == sum(c["tokens"] for c in r.chunks)  # every token once
+        assert r.done and r.num_generated == want == sum(c.tokens for c in r.chunks)  # every token once
     assert [(r.finish_s, r.chunks) for r in a.requests] == [(r.finish_s, r.chunks) for r in b.requests]
     assert a.kv_peak_frac <= 1.0 + 1e-9
     m = rollout_metrics(a.requests, 0.0, a.end_s, instances)

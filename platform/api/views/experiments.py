@@ -1,7 +1,6 @@
 """``/api/experiments/``: visible experiments; members create and edit their team's."""
 from __future__ import annotations
 
-from django.db import IntegrityError
 from django.db.models import Count
 import django_filters
 from django_filters.rest_framework import DjangoFilterBackend
@@ -13,6 +12,7 @@ from rest_framework.response import Response
 from api.serializers import ExperimentCreateSerializer, ExperimentSerializer
 from runs.models import Experiment
 from runs.selectors import experiment_for, visible_experiments
+from runs.services import ExperimentNameTaken, create_experiment, update_experiment
 from teams.selectors import membership, team_for_member
 
 
@@ -53,10 +53,9 @@ class ExperimentListView(generics.ListAPIView):
         if not member.can_submit():
             raise PermissionDenied("viewers cannot create experiments")
         try:
-            exp = Experiment.objects.create(team=team, name=v["name"], description=v["description"],
-                                            tags=v["tags"], visibility=v["visibility"])
-        except IntegrityError:
-            raise ValidationError({"name": ["this team already has an experiment of that name"]}) from None
+            exp = create_experiment(team, v["name"], v["description"], v["tags"], v["visibility"])
+        except ExperimentNameTaken as exc:
+            raise ValidationError({"name": [str(exc)]}) from None
         return Response(ExperimentSerializer(_with_counts(Experiment.objects.filter(pk=exp.pk)).get()).data,
                         status=status.HTTP_201_CREATED)
 
@@ -80,5 +79,5 @@ class ExperimentDetailView(generics.GenericAPIView):
             raise PermissionDenied("only members of the experiment's team edit it")
         data = self.get_serializer(exp, data=request.data, partial=True)
         data.is_valid(raise_exception=True)
-        data.save()
+        update_experiment(exp, **data.validated_data)
         return Response(self.get_serializer(self.get_object()).data)

@@ -53,5 +53,5 @@ class RunMetricsView(APIView):
         parameters=[OpenApiParameter("Authorization", str, OpenApiParameter.HEADER, required=True,
                                      description="Bearer <the run's ingestion token>")])
     def post(self, request, pk: int):
-        """Ingest one metric batch from the run's Ray job (see ``telemetry.schema.BatchIn``)."""
+        """Ingest one metric batch from the run's Ray job (see ``umbra.telemetry.wire.BatchIn``)."""
         return ingest_metrics(request._request, pk)

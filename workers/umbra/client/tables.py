@@ -4,11 +4,10 @@ from __future__ import annotations
 from rich.table import Table
 
 from umbra.client.render import fmt_iterations, fmt_time, fmt_value, fmt_with_ratio, state_text, text
+from umbra.telemetry import summary_columns
 
-# Summary columns of GET /api/compare/: (key, header).
-SUMMARY_COLUMNS = (("throughput_tok_s", "throughput tok/s"), ("tail_time_s", "tail time s"),
-                   ("accept_len", "accept len"), ("reward", "reward"), ("accuracy", "accuracy"),
-                   ("iterations", "iterations"))
+# Summary columns of GET /api/compare/: (key, header), as the platform defines them.
+SUMMARY_COLUMNS = tuple((c.key, c.title) for c in summary_columns.SUMMARY_COLUMNS)
 
 
 def runs_table(runs: list[dict]) -> Table:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,14 +25,7 @@ class LoopState:
 
     iteration: int
     policy_version: int
-    sampler_state: list  # random.Random.getstate() as JSON lists
-
-    def restore_sampler(self) -> random.Random:
-        """A ``random.Random`` in the state it had after ``iteration``."""
-        version, internal, gauss = self.sampler_state
-        rng = random.Random()
-        rng.setstate((version, tuple(internal), gauss))
-        return rng
+    sampler_state: list  # the data source's state (DataSource.state)
 
 
 class CheckpointDir:
@@ -73,7 +65,37 @@ class CheckpointDir:
                 shutil.rmtree(old, ignore_errors=True)
 
 
-def sampler_state(rng: random.Random) -> list:
-    """``rng``'s state as JSON-able lists (see :meth:`LoopState.restore_sampler`)."""
-    version, internal, gauss = rng.getstate()
-    return [version, list(internal), gauss]
+class Checkpointer:
+    """Saves a run's checkpoint every ``every`` iterations, and restores the latest one.
+
+    A checkpoint is written only after its iteration's metrics were delivered: an undelivered
+    batch would leave a gap in the metric history after a resume, so a due checkpoint waits
+    for the next delivered iteration.
+    """
+
+    def __init__(self, folder: CheckpointDir | None, every: int):
+        self.folder, self.every = folder, every
+        self._due = False
+
+    def restore(self, trainers, data) -> LoopState | None:
+        """Load the latest checkpoint into ``trainers`` (a TrainerGroup) and ``data`` (the
+        DataSource); returns its loop state, or None when there is none."""
+        latest = self.folder.latest() if self.folder else None
+        if latest is None:
+            return None
+        folder, state = latest
+        trainers.load_checkpoint(str(folder))
+        data.restore(state.sampler_state)
+        return state
+
+    def after_iteration(self, iteration: int, delivered: bool, trainers, data) -> Path | None:
+        """Save the checkpoint after ``iteration`` if one is due and its metrics were
+        ``delivered``; returns the folder written, or None."""
+        self._due |= bool(self.folder and self.every and (iteration + 1) % self.every == 0)
+        if not (self._due and delivered):
+            return None
+        folder = self.folder.begin(iteration)
+        trainers.save_checkpoint(str(folder))
+        self.folder.commit(folder, LoopState(iteration, trainers.policy_version, data.state()))
+        self._due = False
+        return folder

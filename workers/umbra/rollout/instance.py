@@ -43,7 +43,7 @@ class RolloutInstance:
         self.draft_versions: dict[int, int] = {}
         spec = None
         if draft_server is not None:
-            spec = {"method": "custom_class", "model": "umbra.spec.proposer.GroupedSuffixProposer",
+            spec = {"method": "custom_class", "model": "umbra.speculative.proposer.GroupedSuffixProposer",
                     "num_speculative_tokens": gamma_max}
         args = AsyncEngineArgs(
             speculative_config=spec,
@@ -52,7 +52,7 @@ class RolloutInstance:
             # No partial prefills: vLLM rewinds a seeded request's generator after a
             # partial prefill, which the CPU generator cannot do ("does not use offset").
             enable_chunked_prefill=False, max_num_batched_tokens=max(max_model_len, 4096),
-            worker_extension_cls="umbra.rollout.vllm_worker_ext.WeightSyncExtension",
+            worker_extension_cls="umbra.rollout.vllm_worker_ext.WorkerExtension",
             # On CPU the KV budget is VLLM_CPU_KVCACHE_SPACE (set by start_instances); on a
             # GPU it is given in bytes so the engine does not claim 90% of the device.
             kv_cache_memory_bytes=(kv_cache_gib * 2**30 if kv_cache_gib and not current_platform.is_cpu() else None),

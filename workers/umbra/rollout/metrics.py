@@ -1,4 +1,4 @@
-"""Rollout metrics with the names of DESIGN.md, computed from finished requests."""
+"""Rollout metrics (the names of the metric catalogue), computed from finished requests."""
 from __future__ import annotations
 
 import statistics
@@ -48,7 +48,7 @@ def instance_idle_frac(requests: list[Request], start_s: float, end_s: float, nu
     per: list[list[tuple[float, float]]] = [[] for _ in range(num_instances)]
     for r in requests:
         for c in r.chunks:
-            per[c["instance"]].append((c["start_s"], c["finish_s"]))
+            per[c.instance].append((c.start_s, c.finish_s))
     return [max(0.0, 1.0 - busy_seconds(iv) / elapsed) for iv in per]
 
 
@@ -78,7 +78,7 @@ def rollout_metrics(requests: list[Request], start_s: float, end_s: float, num_i
         "rollout/decode_tok_s": statistics.median(decode),
         "rollout/chunks": float(sum(len(r.chunks) for r in requests)),
         # measured: context tokens recomputed by later chunks (partial KV blocks, migrations)
-        "rollout/reprefill_tokens": float(sum(c.get("prefill", 0) for r in requests for c in r.chunks[1:])),
+        "rollout/reprefill_tokens": float(sum(c.prefill for r in requests for c in r.chunks[1:])),
         "rollout/instance_idle_frac": statistics.fmean(idle),
     }
     for i, frac in enumerate(idle):
@@ -117,7 +117,7 @@ def request_records(requests: list[Request], start_s: float) -> list[dict]:
          "start_s": round(r.start_s - start_s, 4), "finish_s": round(r.finish_s - start_s, 4),
          "prompt_tokens": r.prompt_len, "output_tokens": r.num_generated, "finish_reason": r.finish_reason,
          "policy_version": r.policy_version,
-         "chunks": [[c["instance"], round(c["start_s"] - start_s, 4), round(c["finish_s"] - start_s, 4), c["tokens"]]
+         "chunks": [[c.instance, round(c.start_s - start_s, 4), round(c.finish_s - start_s, 4), c.tokens]
                     for c in r.chunks]}
         for r in requests
     ]

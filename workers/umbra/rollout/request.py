@@ -1,15 +1,46 @@
-"""Requests and groups as plain data (DESIGN.md vocabulary)."""
+"""Requests and groups as plain data (the field's vocabulary: group, request, chunk)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import Enum
 
 
-class RequestState:
-    """What policies and metrics read of a request, derived from ``group_id``, ``index``,
-    ``max_tokens``, ``num_generated``, ``chunks`` and ``finish_reason``; shared by the real
+class RequestStatus(str, Enum):
+    """Where a request stands; the finished values are vLLM's finish reasons, as traces store them."""
+
+    PENDING = "pending"    # not finished: waiting for its next chunk, or running one
+    COMPLETED = "stop"     # ended at EOS
+    TRUNCATED = "length"   # cut at max_tokens (clipped)
+
+
+@dataclass(slots=True)
+class ChunkRecord:
+    """One chunk a request ran: on ``instance`` from ``start_s`` to ``finish_s``, ``tokens``
+    generated, ``prefill`` context tokens the engine computed (not served from its prefix cache)."""
+
+    instance: int
+    start_s: float
+    finish_s: float
+    tokens: int
+    prefill: int = 0
+
+
+class SchedulableRequest:
+    """The interface policies and metrics schedule and measure by: derived from ``group_id``,
+    ``index``, ``max_tokens``, ``num_generated``, ``chunks`` and ``status``; shared by the real
     :class:`Request` and the simulator's token-free ``SimRequest``."""
 
     __slots__ = ()
+
+    @property
+    def done(self) -> bool:
+        """True once the request finished (EOS or ``max_tokens``)."""
+        return self.status is not RequestStatus.PENDING
+
+    @property
+    def finish_reason(self) -> str | None:
+        """``"stop"`` (EOS) or ``"length"`` (clipped) once finished, else None."""
+        return None if self.status is RequestStatus.PENDING else self.status.value
 
     @property
     def request_id(self) -> str:
@@ -23,16 +54,16 @@ class RequestState:
     @property
     def last_instance(self) -> int | None:
         """Instance of the latest chunk (cache affinity), or None before the first."""
-        return self.chunks[-1]["instance"] if self.chunks else None
+        return self.chunks[-1].instance if self.chunks else None
 
     @property
     def clipped(self) -> bool:
         """True when the response was cut at ``max_tokens``."""
-        return self.finish_reason == "length"
+        return self.status is RequestStatus.TRUNCATED
 
 
 @dataclass
-class Request(RequestState):
+class Request(SchedulableRequest):
     """One response being generated for group ``group_id``.
 
     Times are wall-clock seconds (``time.time()``) recorded by the instance that
@@ -49,10 +80,9 @@ class Request(RequestState):
     instance: int | None = None
     start_s: float | None = None
     finish_s: float | None = None
-    finish_reason: str | None = None
+    status: RequestStatus = RequestStatus.PENDING
     policy_version: int | None = None
-    chunks: list[dict] = field(default_factory=list)  # {"instance", "start_s", "finish_s", "tokens"}
-    done: bool = False
+    chunks: list[ChunkRecord] = field(default_factory=list)
 
     @property
     def num_generated(self) -> int:
@@ -81,15 +111,13 @@ class Request(RequestState):
         if len(tokens) > self.remaining:
             raise ValueError(f"{self.request_id}: chunk of {len(tokens)} tokens exceeds remaining {self.remaining}")
         self.output_token_ids.extend(tokens)
-        self.chunks.append({"instance": instance, "start_s": start_s, "finish_s": finish_s, "tokens": len(tokens),
-                            "prefill": prefill_tokens})
+        self.chunks.append(ChunkRecord(instance, start_s, finish_s, len(tokens), prefill_tokens))
         if self.start_s is None:
             self.start_s = start_s
         self.instance = instance
         if finish_reason == "stop" or self.remaining == 0:
-            self.done = True
             self.finish_s = finish_s
-            self.finish_reason = "stop" if finish_reason == "stop" else "length"
+            self.status = RequestStatus.COMPLETED if finish_reason == "stop" else RequestStatus.TRUNCATED
 
 
 def make_groups(prompts: list[list[int]], group_size: int, max_tokens: int, seed: int,

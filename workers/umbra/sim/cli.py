@@ -9,8 +9,9 @@ import os
 import sys
 import time
 
-ABLATION = (("static-group", "baseline (static-group)"), ("seer-divided", "+ divided rollout"),
-            ("seer-no-spec", "+ context-aware scheduling"), ("seer", "+ grouped speculative decoding"))
+from umbra.rollout.policies.variants import ABLATION, DEFAULT_VARIANTS
+from umbra.sim.compare import simulate_policies, trace_cluster_workload
+
 MAX_CHUNKS_PER_REQUEST = 1024  # bounds the events of a simulation
 FIELDS = ("rollout_time_s", "throughput_tok_s", "tail_time_s", "idle_frac", "preemptions", "migrations",
           "reprefill_tokens", "output_tokens")
@@ -20,7 +21,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workload", required=True,
                    help="a preset (moonlight, qwen2-vl-72b, kimi-k2) or trace:PATH (a JSONL trace)")
     p.add_argument("--group-size", type=int, default=8, help="G of a preset workload")
-    p.add_argument("--policies", default="static-group,request-lb,seer-no-spec,seer,oracle-lfs")
+    p.add_argument("--policies", default=",".join(DEFAULT_VARIANTS))
     p.add_argument("--ablation", action="store_true", help="Seer Table 4 shape: + divided, + context, + grouped SD")
     p.add_argument("--chunk-tokens", type=int, default=None, help="seer chunk size (default: max_tokens / 32)")
     p.add_argument("--accept-len", type=float, default=2.0,
@@ -55,54 +56,9 @@ def _workload(args):
                         args.kv_tokens, args.max_batch)
 
 
-def trace_cluster_workload(rows: list[dict], policy: str | None, instances: int | None, kv_tokens: int | None,
-                           max_batch: int | None, step, name: str):
-    """A trace's workload on the cluster it was recorded on (its ``instances`` and ``capacity``
-    fields; 2 and 32 when absent) unless overridden; KV = capacity x longest context."""
-    from umbra.sim.workload import Cluster, workload_from_rows
-
-    first = rows[0]
-    inst = instances or first["instances"] or 2
-    batch = max_batch or first["capacity"] or 32
-    w = workload_from_rows(rows, Cluster(inst, 1, batch, step), policy, None, name)
-    w.cluster = Cluster(inst, kv_tokens or batch * w.max_len, batch, step)
-    return w
-
-
-def simulate_policies(workload, names: list[str], chunk_tokens: int, spec, shared_kv: bool) -> dict:
-    """Per policy name: the result row (see FIELDS) plus ``wall_s`` and ``requests`` (records)."""
-    from umbra.bench.variants import build, variant
-    from umbra.rollout.metrics import request_records, rollout_metrics
-    from umbra.sim.engine import simulate
-
-    lengths = {f"g{g}-r{i}": o for g, grp in enumerate(workload.groups) for i, (_, o) in enumerate(grp)}
-    block = 16  # simulated KV blocks: chunk ends aligned as on CUDA engines
-    out = {}
-    for name in names:
-        v = variant(name, chunk_tokens, block)
-        t0 = time.perf_counter()
-        policy = build(v, lengths)
-        res = simulate(policy, workload, spec if v.spec else None, shared_kv)
-        m = rollout_metrics(res.requests, 0.0, res.end_s, workload.cluster.instances)
-        out[name] = {
-            "rollout_time_s": m["rollout/time_s"], "throughput_tok_s": m["rollout/throughput_tok_s"],
-            "tail_time_s": m["rollout/tail_time_s"], "idle_frac": m["rollout/instance_idle_frac"],
-            "preemptions": 0, "migrations": getattr(policy, "migrations", 0),
-            "reprefill_tokens": m["rollout/reprefill_tokens"], "output_tokens": m["rollout/output_tokens"],
-            "kv_peak_frac": res.kv_peak_frac, "capacity": res.capacity, "wall_s": time.perf_counter() - t0,
-            "records": request_records(res.requests, 0.0),
-        }
-    base = out.get("static-group")
-    for r in out.values():
-        if base:
-            r["throughput_vs_static"] = r["throughput_tok_s"] / base["throughput_tok_s"]
-            r["tail_vs_static"] = r["tail_time_s"] / base["tail_time_s"] if base["tail_time_s"] > 1e-3 else None
-    return out
-
-
 def run(args: argparse.Namespace) -> int:
     """Run ``umbra sim``; returns the exit code (2 on bad input)."""
-    from umbra.bench.variants import variant
+    from umbra.rollout.policies.variants import variant
     from umbra.sim.spec_model import SpecModel
 
     try:

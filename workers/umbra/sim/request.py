@@ -3,10 +3,10 @@
 metric functions run on it (they read ``num_generated``, ``prompt_len``, ``remaining``...)."""
 from __future__ import annotations
 
-from umbra.rollout.request import RequestState
+from umbra.rollout.request import ChunkRecord, RequestStatus, SchedulableRequest
 
 
-class SimRequest(RequestState):
+class SimRequest(SchedulableRequest):
     """One response of group ``group_id`` whose true output length is ``output_len``
     (known to the simulator only; policies see what a real request would show).
 
@@ -14,7 +14,7 @@ class SimRequest(RequestState):
     """
 
     __slots__ = ("group_id", "index", "prompt_len", "output_len", "max_tokens", "num_generated", "chunks",
-                 "start_s", "finish_s", "finish_reason", "instance", "done", "policy_version")
+                 "start_s", "finish_s", "status", "instance", "policy_version")
 
     def __init__(self, group_id: int, index: int, prompt_len: int, output_len: int, max_tokens: int):
         if output_len < 1 or prompt_len < 1 or max_tokens < 1:
@@ -23,9 +23,9 @@ class SimRequest(RequestState):
         self.prompt_len, self.max_tokens = prompt_len, max_tokens
         self.output_len = min(output_len, max_tokens)
         self.num_generated = 0
-        self.chunks: list[dict] = []
-        self.start_s = self.finish_s = self.finish_reason = self.instance = None
-        self.done = False
+        self.chunks: list[ChunkRecord] = []
+        self.start_s = self.finish_s = self.instance = None
+        self.status = RequestStatus.PENDING
         self.policy_version = None  # simulated: no weights
 
     def tokens_this_chunk(self, budget: int) -> int:
@@ -38,12 +38,10 @@ class SimRequest(RequestState):
         if tokens > self.remaining or tokens < 0:
             raise ValueError(f"{self.request_id}: chunk of {tokens} tokens, {self.remaining} remaining")
         self.num_generated += tokens
-        self.chunks.append({"instance": instance, "start_s": start_s, "finish_s": finish_s, "tokens": tokens,
-                            "prefill": prefill})
+        self.chunks.append(ChunkRecord(instance, start_s, finish_s, tokens, prefill))
         if self.start_s is None:
             self.start_s = start_s
         self.instance = instance
         if self.num_generated >= self.output_len:
-            self.done = True
             self.finish_s = finish_s
-            self.finish_reason = "length" if self.num_generated >= self.max_tokens else "stop"
+            self.status = RequestStatus.TRUNCATED if self.num_generated >= self.max_tokens else RequestStatus.COMPLETED

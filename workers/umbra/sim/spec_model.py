@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from umbra.sim.step_model import StepModel
-from umbra.spec.draft_length import AcceptanceStats, choose_draft_length
+from umbra.speculative.draft_length import AcceptanceStats, choose_draft_length
 
 
 @dataclass(frozen=True)

@@ -11,12 +11,45 @@ import math
 import time
 
 import requests
+from pydantic import ValidationError
+
+from umbra.telemetry.wire import BatchIn, TraceIn
 
 log = logging.getLogger(__name__)
 
 
+class BatchInvalid(ValueError):
+    """A batch the platform would refuse (the same models check it there): a bug in the job."""
+
+
+def _errors(exc: ValidationError, limit: int = 10) -> str:
+    """``points.3.name: String should match pattern ... (got 'a b')``, for the first ``limit`` errors."""
+    parts = []
+    for e in exc.errors()[:limit]:
+        got = "" if e["type"] == "missing" else repr(e["input"])
+        parts.append(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" + (f" (got {got})" if 0 < len(got) <= 80 else ""))
+    return "; ".join(parts)
+
+
+def _tuples(row: dict) -> dict:
+    """A trace row with its chunks as tuples, as the model holds them in Python (JSON arrays
+    on the wire, which is how the platform reads them)."""
+    chunks = row.get("chunks") if isinstance(row, dict) else None
+    if isinstance(chunks, list):
+        return {**row, "chunks": [tuple(c) if isinstance(c, list) else c for c in chunks]}
+    return row
+
+
+def _trace(step: int, rows: list[dict], meta: dict | None) -> TraceIn:
+    """The trace of iteration ``step`` (``meta``: the set-up it ran on). Raises ValidationError."""
+    raw = {"iteration": step, "requests": [_tuples(r) for r in rows]}
+    if meta is not None:
+        raw["meta"] = meta
+    return TraceIn.model_validate(raw)
+
+
 class TelemetryClient:
-    """POSTs ``{"seq", "points", "trace"}`` to ``{base_url}/api/runs/{run_id}/metrics/``.
+    """POSTs batches (``umbra.telemetry.wire.BatchIn`` JSON) to ``{base_url}/api/runs/{run_id}/metrics/``.
 
     With ``base_url`` empty it only logs (standalone runs and benchmarks).
     """
@@ -37,25 +70,41 @@ class TelemetryClient:
         run's event log, e.g. a rollout instance that died) and deliver everything
         pending. Returns True when all got through.
 
-        Raises RuntimeError when the platform refuses a batch (4xx): retrying cannot help.
+        Raises BatchInvalid (a ValueError, naming the bad fields) when the batch does not fit
+        ``umbra.telemetry.wire.BatchIn``, before anything is sent; RuntimeError when the
+        platform refuses a batch (4xx): retrying cannot help.
         """
+        batch = self.build(self.seq + 1, step, metrics, trace, trace_meta, events)
         self.seq += 1
-        finite = {k: float(v) for k, v in metrics.items() if math.isfinite(float(v))}
-        for k in metrics.keys() - finite.keys():
-            log.warning("metric %s at step %s is not finite; not sent", k, step)
-        batch = {"seq": self.seq, "points": [{"name": k, "step": step, "value": v} for k, v in finite.items()]}
-        if events:
-            batch["events"] = [e[:1000] for e in events]
-        if trace is not None:
-            batch["trace"] = {"iteration": step, "requests": trace}
-            if trace_meta is not None:
-                batch["trace"]["meta"] = trace_meta
-        self.pending.append(batch)
+        self.pending.append(batch.model_dump(mode="json", exclude_unset=True))
         if not self.url:
             log.info("metrics step %s: %s", step, metrics)
             self.pending.clear()
             return True
         return self.flush()
+
+    @staticmethod
+    def build(seq: int, step: int, metrics: dict[str, float], trace: list[dict] | None = None,
+              trace_meta: dict | None = None, events: list[str] | None = None) -> BatchIn:
+        """Batch ``seq`` as the wire model. Non-finite metrics are left out (with a warning),
+        notes cut to 1,000 characters; a trace that does not validate is left out with a
+        warning (the metrics matter more), anything else raises BatchInvalid."""
+        finite = {k: float(v) for k, v in metrics.items() if math.isfinite(float(v))}
+        for k in metrics.keys() - finite.keys():
+            log.warning("metric %s at step %s is not finite; not sent", k, step)
+        fields: dict = {}
+        if events:
+            fields["events"] = [e[:1000] for e in events]
+        if trace is not None:
+            try:
+                fields["trace"] = _trace(step, trace, trace_meta)
+            except ValidationError as exc:
+                log.warning("trace of iteration %s is malformed, sent without it: %s", step, _errors(exc))
+        points = [{"name": k, "step": step, "value": v} for k, v in finite.items()]
+        try:
+            return BatchIn.model_validate({"seq": seq, "points": points, **fields})
+        except ValidationError as exc:
+            raise BatchInvalid(f"metrics batch {seq} (iteration {step}) is malformed: {_errors(exc)}") from None
 
     def flush(self) -> bool:
         """Deliver pending batches in order; stop at the first that fails for now."""

@@ -24,6 +24,19 @@ def group_advantages(rewards: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
     return (rewards - mean) / (std + eps)
 
 
+def assign_advantages(batch) -> None:
+    """Set every sample's ``advantage`` from the rewards of its group (:func:`group_advantages`).
+
+    Raises ValueError if a sample has no reward.
+    """
+    if any(s.reward is None for s in batch.samples):
+        raise ValueError("every sample needs a reward before its advantage")
+    rewards = torch.tensor([s.reward for s in batch.samples], dtype=torch.float32)
+    adv = group_advantages(rewards.view(batch.num_groups, batch.group_size)).view(-1)
+    for s, a in zip(batch.samples, adv.tolist()):
+        s.advantage = a
+
+
 def masked_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Mean of ``x`` over positions where ``mask`` is 1 (token-level mean)."""
     return (x * mask).sum() / mask.sum().clamp_min(1.0)

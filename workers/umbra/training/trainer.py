@@ -1,15 +1,14 @@
-"""The GRPO trainer: a torch + transformers model in a Ray actor."""
+"""The GRPO trainer: a torch + transformers model, run inside a Ray actor by the trainer group."""
 from __future__ import annotations
 
 import copy
 import os
-import shutil
-import tempfile
 import time
 from pathlib import Path
 
 import torch
 
+from umbra.training import weight_sync
 from umbra.training.batch import pack, token_logprobs
 from umbra.training.grpo import grpo_loss, masked_mean
 
@@ -30,7 +29,7 @@ class GRPOTrainer:
         # Ray pins OMP threads to the actor's num_cpus; the trainer runs while the
         # rollout instances idle (synchronous RL), so it may use every core.
         torch.set_num_threads(os.cpu_count() or 1)
-        _remove_stale_weight_files()
+        weight_sync.remove_stale_shared_files()
         self.model = AutoModelForCausalLM.from_pretrained(model_path, torch_dtype=torch.float32)
         self.model.train()
         tok = AutoTokenizer.from_pretrained(model_path)
@@ -102,32 +101,13 @@ class GRPOTrainer:
         return out
 
     def weights_blob(self) -> bytes:
-        """The policy's weights as safetensors bytes (tied tensors cloned apart)."""
-        from safetensors.torch import save
-
-        return save(self._sync_state())
-
-    def _sync_state(self) -> dict:
-        """The state dict as sent to the engines: tied tensors cloned apart (safetensors
-        refuses shared storage; vLLM needs ``lm_head.weight`` too, or keeps a stale head)."""
-        return {k: v.detach().contiguous().clone() for k, v in self.model.state_dict().items()}
+        """The policy's weights as safetensors bytes (the weight sync's path to other nodes)."""
+        return weight_sync.to_bytes(weight_sync.sync_state(self.model))
 
     def save_weights(self) -> str:
-        """Write the policy's weights as a safetensors file in shared memory (``/dev/shm`` when
-        present) and return its path; rollout instances on this node load it without any
-        copy of the bytes passing through Ray or vLLM's RPC. The previous version's file is removed."""
-        from safetensors.torch import save_file
-
-        folder = _weights_root() / f"umbra-weights-{os.getpid()}"
-        folder.mkdir(exist_ok=True)
-        path = folder / f"v{self.policy_version}.safetensors"
-        tmp = path.with_suffix(".tmp")
-        save_file(self._sync_state(), str(tmp))
-        tmp.rename(path)  # readers never see a partial file
-        for old in folder.glob("v*.safetensors"):
-            if old != path:
-                old.unlink(missing_ok=True)
-        return str(path)
+        """The policy's weights as a shared-memory safetensors file; returns its path (the
+        weight sync's path to instances on this node)."""
+        return weight_sync.save_shared_file(weight_sync.sync_state(self.model), self.policy_version)
 
     def save_checkpoint(self, folder: str) -> float:
         """Write the policy, optimizer and RNG state to ``folder/trainer.pt`` (the folder must
@@ -153,7 +133,7 @@ class GRPOTrainer:
 
     def release_weights(self) -> None:
         """Remove this trainer's shared-memory weight files (tmpfs holds them in RAM)."""
-        shutil.rmtree(_weights_root() / f"umbra-weights-{os.getpid()}", ignore_errors=True)
+        weight_sync.release_shared_files()
 
     @torch.no_grad()
     def prompt_logprobs(self, token_ids: list[int]) -> list[float]:
@@ -163,25 +143,3 @@ class GRPOTrainer:
         logp = torch.log_softmax(logits, -1)
         return [float(logp[t, ids[0, t + 1]]) for t in range(len(token_ids) - 1)]
 
-
-def _weights_root() -> Path:
-    return Path("/dev/shm") if Path("/dev/shm").is_dir() else Path(tempfile.gettempdir())
-
-
-def _remove_stale_weight_files() -> None:
-    """Drop weight folders of trainers that died without releasing them (killed jobs)."""
-    for folder in _weights_root().glob("umbra-weights-*"):
-        pid = folder.name.rsplit("-", 1)[-1]
-        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
-            shutil.rmtree(folder, ignore_errors=True)
-
-
-def start_trainer(model_path: str, learning_rate: float, kl_coef: float, clip_eps: float,
-                  minibatches: int, seed: int, num_cpus: float = 1.0):
-    """Start the trainer Ray actor; returns its handle once the model is loaded."""
-    import ray
-
-    handle = ray.remote(GRPOTrainer).options(num_cpus=num_cpus).remote(
-        model_path, learning_rate, kl_coef, clip_eps, minibatches, seed)
-    ray.get(handle.__ray_ready__.remote())
-    return handle

@@ -14,7 +14,6 @@ from pydantic import ValidationError
 from runs.models import Run
 from runs.services import create_run
 from teams.models import Membership, Team
-from telemetry.models import MetricPoint
 from umbra.config import RunConfig
 
 DEMO_USER, DEMO_PASSWORD = "demo", "umbra-demo"
@@ -58,8 +57,9 @@ class Command(BaseCommand):
         start, last, seen = time.time(), None, -1
         while True:
             run = Run.objects.get(pk=run_id)
-            points = dict(MetricPoint.objects.filter(run_id=run_id, step__gt=seen,
-                                                     name="rollout/throughput_tok_s").values_list("step", "value"))
+            # telemetry's MetricPoint, through its reverse relation: runs does not import telemetry
+            points = dict(run.metric_points.filter(step__gt=seen, name="rollout/throughput_tok_s")
+                          .values_list("step", "value"))
             for step in sorted(points):
                 note = " (first point: the dashboard is live)" if seen < 0 else ""
                 self.stdout.write(f"\n[{time.time() - start:5.0f}s] iteration {step}: "

@@ -10,10 +10,11 @@ from umbra.client.api import ApiClient, ApiError
 from umbra.client.errors import CliError, UsageError
 from umbra.client.render import fmt_number, make_console, printable
 from umbra.client.session import connect
+from umbra.telemetry import catalog
 
-# (metric, label, unit) shown next to the bar.
-METRICS = (("rollout/throughput_tok_s", "throughput", " tok/s"), ("rollout/tail_time_s", "tail", " s"),
-           ("reward/mean", "reward", ""), ("train/loss", "loss", ""))
+# (metric, label, unit) shown next to the bar; label and unit from the metric catalogue.
+METRICS = tuple((name, catalog.get(name).label, catalog.get(name).unit)
+                for name in ("rollout/throughput_tok_s", "rollout/tail_time_s", "reward/mean", "train/loss"))
 TERMINAL = ("succeeded", "failed", "cancelled")
 # Consecutive failed polls (connection errors, 5xx) tolerated once the run was seen.
 MAX_MISSED_POLLS = 30
@@ -54,9 +55,9 @@ def latest_values(answer: dict) -> dict[str, float | None]:
 
 
 def metrics_line(latest: dict[str, float | None]) -> str:
-    """``throughput 231.0 tok/s  tail 12.00 s  reward 0.310  loss 0.012`` (metrics with
+    """``throughput 231.0 tok/s  tail time 12.00 s  reward 0.310  loss 0.012`` (metrics with
     no value yet are left out)."""
-    parts = [f"{label} {fmt_number(latest.get(name))}{unit}" for name, label, unit in METRICS
+    parts = [f"{label} {fmt_number(latest.get(name))}{' ' + unit if unit else ''}" for name, label, unit in METRICS
              if latest.get(name) is not None]
     return "  ".join(parts)
 

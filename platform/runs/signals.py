@@ -1,0 +1,11 @@
+"""Signals of the runs app, so that other apps react to runs without runs importing them.
+
+``state_changed`` is sent once the transaction that moved a run to a new state has
+committed (``runs.lifecycle.transition``), with ``run_id``, ``state`` and ``reason``.
+Connected in the receivers' AppConfig.ready: telemetry pushes the state to open
+dashboards (``telemetry.receivers``), compare warms a finished run's caches
+(``compare.receivers``).
+"""
+from django.dispatch import Signal
+
+state_changed = Signal()

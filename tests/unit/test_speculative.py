@@ -1,0 +1,125 @@
+"""Grouped speculative decoding, pure parts: suffix index vs a brute-force matcher,
+draft bounds, acceptance statistics and the adaptive draft length (Alg. 1)."""
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from umbra.speculative.draft_length import AcceptanceStats, StepCost, choose_draft_length
+from umbra.speculative.proposer import GroupedSuffixProposer
+from umbra.speculative.replica import GroupReplica
+from umbra.speculative.suffix_index import SuffixIndex
+
+
+def brute_longest(seqs, context, max_match):
+    best = 0
+    for n in range(1, min(max_match, len(context)) + 1):
+        pat = context[-n:]
+        if any(seq[i:i + n] == pat for seq in seqs for i in range(len(seq) - n)):  # followed by a token
+            best = n
+    return best
+
+
+tokens = st.lists(st.integers(0, 5), min_size=0, max_size=30)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(tokens, min_size=1, max_size=5), st.lists(st.integers(0, 5), min_size=1, max_size=12),
+       st.integers(1, 8), st.integers(0, 10))
+def test_longest_match_equals_brute_force_and_drafts_are_bounded(seqs, context, max_match, k):
+    idx = SuffixIndex(max_match)
+    for i, s in enumerate(seqs):  # appended in two pieces: incremental updates must index alike
+        idx.extend(f"r{i}", s[: len(s) // 2])
+        idx.extend(f"r{i}", s[len(s) // 2:])
+    n, hits = idx.longest_match(context)
+    assert n == brute_longest(seqs, context, max_match)
+    for key, p in hits:
+        assert idx.seqs[key][p - n:p] == context[-n:] and p < len(idx.seqs[key])
+    assert (n == 0) == (idx.propose(context, 1) == [])  # a match always drafts at least one token
+    draft = idx.propose(context, k)
+    assert len(draft) <= k
+    if draft:  # the draft is a real continuation of some occurrence
+        assert any(idx.seqs[key][p:p + len(draft)] == draft for key, p in hits)
+
+
+def test_multi_path_draft_follows_the_majority():
+    idx = SuffixIndex(4)
+    idx.extend("a", [1, 2, 3, 9])
+    idx.extend("b", [1, 2, 3, 7, 8])
+    idx.extend("c", [5, 2, 3, 7, 6])
+    # longest match is [2, 3] in all three; two of three paths continue with 7, and of
+    # those "b" (first on a tie) continues with 8 and then ends.
+    assert idx.propose([0, 2, 3], 5) == [7, 8]
+    assert idx.propose([0, 2, 3], 5, min_match=3) == []  # lambda: match too short
+
+
+def test_acceptance_stats_and_expected_tokens():
+    st_ = AcceptanceStats(gamma_max=4, prior=0.5, decay=0.0)  # decay 0: last observation wins
+    st_.update(drafted=4, accepted=2)
+    assert st_.rate[:3] == [1.0, 1.0, 0.0] and st_.rate[3] == 0.5  # position 4 was never verified
+    assert st_.expected_tokens(0) == 1.0
+    assert st_.expected_tokens(3) == 3.0
+
+
+def test_draft_length_grows_with_acceptance_and_stops_when_it_cannot_pay():
+    cost = StepCost(c0=0.05, c1=0.001)
+    good = AcceptanceStats(8, prior=0.9)
+    bad = AcceptanceStats(8, prior=0.05)
+    assert choose_draft_length(8, good, cost, 8) >= 4
+    assert choose_draft_length(8, bad, cost, 8) == 0
+    assert choose_draft_length(8, good, cost, 3) <= 3
+    # a big batch makes every drafted token costlier: the draft shrinks
+    assert choose_draft_length(4096, good, cost, 8) < choose_draft_length(8, good, cost, 8)
+
+
+def test_step_cost_fit_recovers_a_line():
+    c = StepCost(decay=1.0)
+    for tokens in range(10, 200, 10):
+        c.observe(tokens, 0.01 + 0.002 * tokens)
+    assert abs(c.c0 - 0.01) < 1e-6 and abs(c.c1 - 0.002) < 1e-8
+
+
+def test_proposer_recognises_groups_by_prompt_and_bounds_drafts():
+    prop = GroupedSuffixProposer(gamma_max=4)
+    prop.stats = AcceptanceStats(4, prior=0.95)
+    prop.replica.apply(7, [1, 2, 3], [("g7-r0", [10, 11, 12, 13, 14, 15])])
+    prop.replica.apply(8, [1, 2, 4], [("g8-r0", [20, 21, 22])])
+    buf = np.zeros((3, 16), dtype=np.int64)
+    buf[0, :6] = [1, 2, 3, 10, 11, 12]   # group 7, matches "10 11 12" -> drafts 13 14 15
+    buf[1, :5] = [1, 2, 4, 20, 21]       # group 8 -> 22
+    buf[2, :4] = [9, 9, 9, 9]            # unknown prompt -> no draft
+    drafts = prop.propose([[12], [21], [9]], np.array([6, 5, 4]), buf)
+    assert drafts[0] == [13, 14, 15] and drafts[1] == [22] and drafts[2] == []
+    assert all(len(d) <= 4 for d in drafts)
+    assert prop.propose([[], [21], [9]], np.array([6, 5, 4]), buf)[0] == []  # mid-prefill row
+
+
+def test_proposer_learns_acceptance_from_the_next_steps_verdict():
+    prop = GroupedSuffixProposer(gamma_max=4)
+    prop.stats = AcceptanceStats(4, prior=0.95, decay=0.0)
+    prop.replica.apply(7, [1, 2, 3], [("g7-r0", [10, 11, 12, 13, 14, 15])])
+    buf = np.zeros((1, 16), dtype=np.int64)
+    buf[0, :6] = [1, 2, 3, 10, 11, 12]
+    assert prop.propose([[12]], np.array([6]), buf) == [[13, 14, 15]]
+    buf[0, 6:9] = [13, 14, 99]  # vLLM accepted 13 and 14, rejected 15 (99 sampled instead)
+    prop.propose([[13, 14, 99]], np.array([9]), buf)
+    assert prop.stats.rate[:3] == [1.0, 1.0, 0.0]
+
+
+def test_replica_prompt_lookup():
+    rep = GroupReplica()
+    rep.apply(1, [5, 6], [])
+    rep.apply(2, [5, 6, 7], [])
+    assert rep.group_of([5, 6, 7, 8]) == 2  # the longest prompt that prefixes the row
+    assert rep.group_of([5, 6, 9]) == 1
+    assert rep.group_of([5, 7]) is None
+
+
+def test_expand_batch_to_tokens_replacement_matches_its_contract():
+    import torch
+
+    from umbra.speculative.vllm_cpu_fix import expand_batch_to_tokens
+
+    got = expand_batch_to_tokens(torch.tensor([0.05, -1.0, 0.7]), torch.tensor([2, 2, 5], dtype=torch.int32), 5,
+                                 replace_from=-1, replace_to=1)
+    assert torch.equal(got, torch.tensor([0.05, 0.05, 0.7, 0.7, 0.7]))
+    assert expand_batch_to_tokens(torch.tensor([3, 0], dtype=torch.int32), torch.tensor([1, 3]), 3).tolist() == [3, 0, 0]

@@ -1,0 +1,155 @@
+"""The rollout manager: the one owner of a run's rollout side (slime's "rollout" part).
+
+It holds the instance pool, the rollout policy, the per-instance capacities and, with
+grouped speculative decoding, the draft server; ``generate`` turns an iteration's prompts
+into a :class:`RolloutBatch`. The job's loop and ``umbra bench rollout`` both call it, so
+the benchmark measures exactly what a run does.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from umbra.rollout.batch import RolloutBatch, Sample
+from umbra.rollout.capacity import concurrency_cap
+from umbra.rollout.instance_pool import InstancePool
+from umbra.rollout.metrics import engine_metrics, policy_counters, request_records, rollout_metrics
+from umbra.rollout.request import make_groups
+from umbra.rollout.runner import run_rollout
+
+log = logging.getLogger(__name__)
+
+
+class OffPolicyError(RuntimeError):
+    """A rollout used weights other than the ones the trainer last pushed."""
+
+
+@dataclass(frozen=True)
+class RolloutShape:
+    """What every iteration's rollout looks like: ``group_size`` responses per prompt of up to
+    ``max_tokens`` tokens at ``temperature``; engines of ``max_model_len`` tokens running at most
+    ``max_num_seqs`` sequences; the policy runs at most ``capacity`` requests per instance."""
+
+    group_size: int
+    max_tokens: int
+    temperature: float
+    max_model_len: int
+    max_num_seqs: int
+    capacity: int
+    kv_cache_gib: int
+
+    @classmethod
+    def fit(cls, model_path: str, context_length: int, longest_prompt: int, group_size: int, max_tokens: int,
+            temperature: float, kv_cache_gib: int, max_num_seqs: int) -> "RolloutShape":
+        """The shape for prompts of at most ``longest_prompt`` tokens: engines just long enough
+        for the longest prompt plus ``max_tokens`` (within the model's context), and a capacity
+        that fits that many worst-case requests into the KV budget (so vLLM never preempts)."""
+        max_len = min(context_length, longest_prompt + max_tokens)
+        cap = concurrency_cap(model_path, kv_cache_gib, max_len, max_num_seqs)
+        return cls(group_size, max_tokens, temperature, max_len, max_num_seqs, cap, kv_cache_gib)
+
+
+class RolloutManager:
+    """Rollout instances (vLLM engines in Ray actors) driven by a policy.
+
+    ``policy_version`` is the weights version the instances hold (set by the weight sync);
+    ``policy`` may be replaced between rollouts (the benchmark runs several on the same engines).
+    """
+
+    def __init__(self, pool: InstancePool, shape: RolloutShape, draft_server=None):
+        self.pool = pool
+        self.shape = shape
+        self.draft_server = draft_server
+        self.policy = None
+        self.policy_version = 0
+        self._notes: list[str] = []  # for the next batch's events
+
+    @classmethod
+    def start(cls, model_path: str, instances: int, shape: RolloutShape, seed: int,
+              speculative: bool = False) -> "RolloutManager":
+        """Start ``instances`` engines of ``shape`` on the Ray cluster (and, with ``speculative``,
+        the draft server they draft from); returns once every engine is up.
+
+        Raises ``ray.exceptions.RayActorError`` when an engine cannot start.
+        """
+        from umbra.rollout.instance import start_instances
+        from umbra.speculative.server import start_draft_server
+
+        server = start_draft_server() if speculative else None
+        pool = InstancePool.started(instances, lambda n, first_id: start_instances(
+            n, model_path, shape.max_model_len, shape.max_num_seqs, seed, shape.kv_cache_gib, server,
+            first_id=first_id))
+        return cls(pool, shape, server)
+
+    @property
+    def instances(self) -> list:
+        """The instances' actor handles by index (a replacement takes its predecessor's index)."""
+        return self.pool.handles
+
+    def kv_block_tokens(self) -> int:
+        """The engines' KV block size in tokens (chunk ends align to it)."""
+        import ray
+
+        return int(ray.get(self.instances[0].ready.remote())["kv_block_tokens"])
+
+    def heal(self, iteration: int) -> list[int]:
+        """Replace every instance that does not answer a liveness probe; returns their indices
+        (they hold the initial weights until the caller syncs them)."""
+        dead = self.pool.dead()
+        for i in dead:
+            self._notes.append(self.pool.replace(i, f"did not answer before iteration {iteration}"))
+        return dead
+
+    def generate(self, iteration: int, prompts: list[list[int]], seed: int, policy=None,
+                 shape: RolloutShape | None = None, check_version: bool = True) -> RolloutBatch:
+        """Sample ``shape.group_size`` responses to each prompt (token ids) under ``policy``
+        (default: ``self.policy``), with sampling seeds derived from ``seed``; ``shape`` may
+        shrink the group size or ``max_tokens`` for one call (the benchmark's warm-up).
+
+        An instance that dies mid-rollout loses only its running chunks (they run elsewhere)
+        and is replaced afterwards; its replacement holds the initial weights until the next
+        weight sync. Raises OffPolicyError (with ``check_version``) if any response was sampled
+        with weights other than ``policy_version``; RuntimeError if every instance died.
+        """
+        policy, s = policy or self.policy, shape or self.shape
+        groups = make_groups(prompts, s.group_size, s.max_tokens, seed, s.temperature)
+        before = self.pool.counters()
+        requests, start, end = run_rollout(policy, self.instances, groups, [s.capacity] * len(self.instances),
+                                           self.draft_server)
+        notes, self._notes = self._notes, []
+        for i in policy.lost_instances:
+            before[i] = dict.fromkeys(before[i], 0.0)  # its replacement counts from 0
+            notes.append(self.pool.replace(i, f"died during the rollout of iteration {iteration}; its running "
+                                              "chunks were re-dispatched to the other instances"))
+        batch = RolloutBatch(iteration, s.group_size, [Sample.of(r) for r in requests], requests, start, end,
+                             events=notes)
+        stale = batch.policy_versions() - {self.policy_version}
+        if check_version and stale:
+            raise OffPolicyError(f"iteration {iteration}: rollout used policy versions {stale}, "
+                                 f"the trainer pushed {self.policy_version}")
+        batch.metrics = rollout_metrics(requests, start, end, len(self.instances))
+        batch.metrics.update(policy_counters(policy))
+        batch.metrics.update(engine_metrics(before, self.pool.counters()))
+        batch.trace = request_records(requests, start)
+        batch.trace_meta = {"policy": policy.name, "instances": len(self.instances), "capacity": s.capacity,
+                            "kv_cache_gib": s.kv_cache_gib, "max_tokens": s.max_tokens}
+        return batch
+
+    def load_weights(self, source, version: int, only: list[int] | None = None) -> list:
+        """Ask instances (all, or the indices ``only``) to load ``source`` (a shared-memory
+        file path or safetensors bytes); returns each one's answer (None: path not on its node).
+        Called by the weight sync, which then sets ``policy_version``."""
+        import ray
+
+        targets = [self.instances[i] for i in (range(len(self.instances)) if only is None else only)]
+        return ray.get([inst.load_weights.remote(source, version) for inst in targets])
+
+    def shutdown(self) -> None:
+        """Stop every engine (best effort: a dead actor must not hide the error that ended the run)."""
+        import ray
+
+        for ref in [inst.shutdown.remote() for inst in self.instances]:
+            try:
+                ray.get(ref, timeout=60)
+            except Exception as exc:  # noqa: BLE001
+                log.warning("instance shutdown failed: %s", exc)

@@ -1,0 +1,48 @@
+"""Simulate one rollout iteration under several named policies side by side (the library
+behind ``umbra sim`` and the what-if page)."""
+from __future__ import annotations
+
+import time
+
+from umbra.rollout.policies.variants import add_ratios
+
+
+def trace_cluster_workload(rows: list[dict], policy: str | None, instances: int | None, kv_tokens: int | None,
+                           max_batch: int | None, step, name: str):
+    """A trace's workload on the cluster it was recorded on (its ``instances`` and ``capacity``
+    fields; 2 and 32 when absent) unless overridden; KV = capacity x longest context."""
+    from umbra.sim.workload import Cluster, workload_from_rows
+
+    first = rows[0]
+    inst = instances or first["instances"] or 2
+    batch = max_batch or first["capacity"] or 32
+    w = workload_from_rows(rows, Cluster(inst, 1, batch, step), policy, None, name)
+    w.cluster = Cluster(inst, kv_tokens or batch * w.max_len, batch, step)
+    return w
+
+
+def simulate_policies(workload, names: list[str], chunk_tokens: int, spec, shared_kv: bool) -> dict:
+    """Per policy name: the result row (see FIELDS) plus ``wall_s`` and ``requests`` (records)."""
+    from umbra.rollout.policies.variants import build, variant
+    from umbra.rollout.metrics import request_records, rollout_metrics
+    from umbra.sim.engine import simulate
+
+    lengths = {f"g{g}-r{i}": o for g, grp in enumerate(workload.groups) for i, (_, o) in enumerate(grp)}
+    block = 16  # simulated KV blocks: chunk ends aligned as on CUDA engines
+    out = {}
+    for name in names:
+        v = variant(name, chunk_tokens, block)
+        t0 = time.perf_counter()
+        policy = build(v, lengths)
+        res = simulate(policy, workload, spec if v.spec else None, shared_kv)
+        m = rollout_metrics(res.requests, 0.0, res.end_s, workload.cluster.instances)
+        out[name] = {
+            "rollout_time_s": m["rollout/time_s"], "throughput_tok_s": m["rollout/throughput_tok_s"],
+            "tail_time_s": m["rollout/tail_time_s"], "idle_frac": m["rollout/instance_idle_frac"],
+            "preemptions": 0, "migrations": getattr(policy, "migrations", 0),
+            "reprefill_tokens": m["rollout/reprefill_tokens"], "output_tokens": m["rollout/output_tokens"],
+            "kv_peak_frac": res.kv_peak_frac, "capacity": res.capacity, "wall_s": time.perf_counter() - t0,
+            "records": request_records(res.requests, 0.0),
+        }
+    add_ratios(out)
+    return out
