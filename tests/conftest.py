@@ -123,14 +123,22 @@ def live_web(django_db_setup, tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def live_worker(django_db_setup, live_web, ray_cluster, tmp_path_factory):
+def checkpoint_root(tmp_path_factory) -> Path:
+    """The runs' checkpoint folder (UMBRA_CHECKPOINT_DIR) of the workers this session starts:
+    a fresh one, since run ids start over with each test database and a run must not resume
+    from a checkpoint an earlier session left under the same id."""
+    return tmp_path_factory.mktemp("checkpoints")
+
+
+@pytest.fixture(scope="session")
+def live_worker(django_db_setup, live_web, ray_cluster, checkpoint_root, tmp_path_factory):
     """A real Celery worker on the test queue that submits to the test Ray head."""
     log_path = tmp_path_factory.mktemp("worker") / "worker.log"
     proc = subprocess.Popen(
         [str(VENV_BIN / "celery"), "-A", "umbra_site", "worker", "-Q", os.environ.get("UMBRA_CELERY_QUEUE", "umbra"),
          "-c", "2", "--loglevel=INFO"],
         env=_env(DATABASE_URL=_test_database_url(), RAY_ADDRESS=ray_cluster["dashboard"],
-                 UMBRA_PLATFORM_URL=live_web),
+                 UMBRA_PLATFORM_URL=live_web, UMBRA_CHECKPOINT_DIR=checkpoint_root),
         stdout=open(log_path, "w"), stderr=subprocess.STDOUT)
     time.sleep(3)
     if proc.poll() is not None:

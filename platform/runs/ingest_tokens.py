@@ -26,6 +26,14 @@ def _ttl() -> timedelta:
     return timedelta(seconds=settings.UMBRA_INGEST_TOKEN_TTL_S)
 
 
+def revoke_ingest_token(run: Run, save: bool = True) -> None:
+    """Make ``run``'s token invalid at once (a resumed run's earlier attempt must not write
+    into the new attempt's history); with ``save=False`` the caller saves the run."""
+    run.ingest_token_hash, run.ingest_token_expires_at = "", None
+    if save:
+        run.save(update_fields=["ingest_token_hash", "ingest_token_expires_at"])
+
+
 def issue_ingest_token(run: Run) -> str:
     """A fresh ingestion token for ``run`` only (replacing any earlier one), valid for
     ``settings.UMBRA_INGEST_TOKEN_TTL_S`` seconds and while the run is live; only its

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from django.db import IntegrityError, transaction
 
+from runs.ingest_tokens import revoke_ingest_token
 from runs.lifecycle import RESUMABLE, transition
 from runs.models import Experiment, Run, RunEvent
 from runs.tasks import cancel_run, dispatch_run
@@ -75,7 +76,7 @@ def request_resume(run: Run) -> bool:
         locked.attempt += 1
         locked.ray_job_id, locked.finished_at = "", None
         # The earlier attempt's token must not write into this attempt's history.
-        locked.ingest_token_hash, locked.ingest_token_expires_at = "", None
+        revoke_ingest_token(locked, save=False)
         locked.save(update_fields=["attempt", "ray_job_id", "finished_at", "ingest_token_hash",
                                    "ingest_token_expires_at"])
         transition(run.pk, Run.State.QUEUED, f"resume requested: attempt {locked.attempt} continues from "

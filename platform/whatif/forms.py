@@ -57,7 +57,7 @@ class SimulationForm(forms.Form):
             if run is None:
                 self.add_error("run", "no such run")
                 return data
-            from whatif.services import run_trace_rows
+            from whatif.simulator import run_trace_rows
 
             try:
                 data["iteration"], trace, raw = run_trace_rows(run, data.get("iteration"))
@@ -99,12 +99,12 @@ class SimulationForm(forms.Form):
                   "accept_len": data.get("accept_len"), "shared_kv": bool(data.get("shared_kv")),
                   "trace_policy": data.get("trace_policy") or None, "iteration": data.get("iteration")}
         if trace is not None:
-            from whatif.services import fitted_step_model
+            from whatif.simulator import fitted_step_model
 
             params["step_model"], params["step_model_source"] = fitted_step_model(
                 raw, params["trace_policy"] or trace[0]["policy"] or None)
         if not self.errors:
-            from whatif.services import workload_for
+            from whatif.simulator import workload_for
 
             try:  # build it once here so that a bad combination is a form error, not a failed task
                 w = workload_for(params, trace)

@@ -2,20 +2,15 @@
 store and queue simulations only through here.
 
 The computing side (workloads, the simulator run, traces of runs) is ``whatif.simulator``;
-its functions are re-exported here for the form and older callers. ``whatif.tasks``
-imports the simulator, never this module, so queueing a task makes no import cycle.
+running a stored simulation is ``whatif.execution`` (called by the thin task in
+``whatif.tasks``, which never imports this module, so queueing makes no import cycle).
 """
 from __future__ import annotations
 
 from django.db import transaction
 
 from whatif.models import Simulation
-from whatif.simulator import (MAX_CHART_CHUNKS, MAX_CHART_REQUESTS, fitted_step_model, run_trace_rows, simulate,
-                              workload_for)
 from whatif.tasks import run_simulation
-
-__all__ = ["MAX_CHART_CHUNKS", "MAX_CHART_REQUESTS", "create_simulation", "fitted_step_model", "run_trace_rows",
-           "simulate", "workload_for"]
 
 
 def create_simulation(team, user, params: dict, trace: list[dict] | None, source_run=None) -> Simulation:

@@ -14,7 +14,7 @@ def test_result_page_draws_every_policy(live_web, team_user):
     from playwright.sync_api import expect, sync_playwright
 
     from whatif.models import Simulation
-    from whatif.services import simulate
+    from whatif.simulator import simulate
 
     team, user = team_user
     trace = [{"policy": "static-group", "group": g, "index": i, "prompt_tokens": 30, "output_tokens": 10 + 30 * g + 5 * i,

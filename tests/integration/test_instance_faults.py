@@ -10,14 +10,14 @@ import pytest
 pytestmark = pytest.mark.integration
 
 
-def test_chunks_of_a_killed_instance_finish_on_the_other(ray_driver, tiny_model_path):
-    from umbra.rollout.instance import start_instances
+def test_chunks_of_a_killed_instance_finish_on_the_other(ray_driver, doomed_instances):
+    """On the session's plain pair (this test runs after the others that use it)."""
     from umbra.rollout.policies import make_policy
     from umbra.rollout.request import make_groups
     from umbra.rollout.runner import run_rollout
 
     ray = ray_driver
-    instances = start_instances(2, tiny_model_path, 512, 16, seed=0, kv_cache_gib=1)
+    instances = doomed_instances
     victim_pid = ray.get(instances[1].ready.remote())["pid"]
     groups = make_groups([[1, 2, 3, 4]] * 4, 4, 128, seed=3, temperature=1.0)
     policy = make_policy("seer", chunk_tokens=16)
@@ -50,6 +50,6 @@ def test_chunks_of_a_killed_instance_finish_on_the_other(ray_driver, tiny_model_
         # nothing started on the dead instance after it died; the other one carried on
         assert all(c.start_s < killed_at for r in done for c in r.chunks if c.instance == 1)
         assert any(c.start_s > killed_at for r in done for c in r.chunks if c.instance == 0)
-    finally:
+    finally:  # free both engines now: a later user of the pair gets new ones
         for inst in instances:
             ray.kill(inst)

@@ -1,7 +1,13 @@
-"""Beyond one machine: a run dispatched by a Celery worker whose RAY_ADDRESS points at a
-Ray cluster of two nodes (a head and a worker node, separate ``ray start`` processes with
-their own resources) succeeds, with its rollout instances placed on both nodes."""
+"""A run submitted through the form is dispatched by a real Celery worker to a real Ray
+cluster, rolled out by real vLLM engines on the tiny model, and finishes its iterations
+with metrics stored in PostgreSQL; beyond one machine: the worker's RAY_ADDRESS points at a
+cluster of two nodes (a head and a worker node, separate ``ray start`` processes with their
+own resources), and the run's rollout instances are placed on both nodes.
+
+(This run is also the suite's form-to-finished-run check, formerly test_run_end_to_end.py:
+one job proves both.)"""
 import json
+import os
 import shutil
 import subprocess
 import tempfile
@@ -12,14 +18,15 @@ from django.db import connection
 from ray.util.state.exception import RayStateApiException
 
 from runs.models import Run
-from telemetry.models import IterationTrace, MetricPoint
+from telemetry.models import IterationTrace, MetricBatch, MetricPoint
 
-from ..conftest import VENV_BIN, _env, _stop, _test_database_url, free_port, wait_http
+from ..conftest import GSM8K, VENV_BIN, _env, _stop, _test_database_url, free_port, wait_http
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
-# Its own Celery queue: the session's live_worker (other cluster) must not take this run.
-QUEUE = "umbra-test-two-nodes"
+# Its own Celery queue (after the suite's, so two suites on one machine stay apart): the
+# session's live_worker (other cluster) must not take this run.
+QUEUE = f"{os.environ.get('UMBRA_CELERY_QUEUE', 'umbra-test')}-two-nodes"
 # Each node is told apart by a custom resource of its own.
 HEAD_RESOURCE, WORKER_RESOURCE = "umbra_head_node", "umbra_worker_node"
 
@@ -89,14 +96,14 @@ def two_node_cluster(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def two_node_worker(django_db_setup, live_web, two_node_cluster, tmp_path_factory):
+def two_node_worker(django_db_setup, live_web, two_node_cluster, checkpoint_root, tmp_path_factory):
     """A Celery worker on QUEUE that submits runs to the two-node cluster (RAY_ADDRESS)."""
     log_path = tmp_path_factory.mktemp("worker2") / "worker.log"
     proc = subprocess.Popen(
         [str(VENV_BIN / "celery"), "-A", "umbra_site", "worker", "-Q", QUEUE, "-c", "2", "--loglevel=INFO",
          "-n", f"two-nodes-{free_port()}@%h"],
         env=_env(DATABASE_URL=_test_database_url(), RAY_ADDRESS=two_node_cluster["dashboard"],
-                 UMBRA_PLATFORM_URL=live_web, UMBRA_CELERY_QUEUE=QUEUE),
+                 UMBRA_PLATFORM_URL=live_web, UMBRA_CELERY_QUEUE=QUEUE, UMBRA_CHECKPOINT_DIR=checkpoint_root),
         stdout=open(log_path, "w"), stderr=subprocess.STDOUT)
     time.sleep(3)
     if proc.poll() is not None:
@@ -120,7 +127,8 @@ def test_run_on_two_nodes(client, team_user, two_node_cluster, two_node_worker, 
     assert connection.vendor == "postgresql"
     team, user = team_user
     client.force_login(user)
-    form = {"experiment": "two-nodes", "model": "tiny", "dataset": "arith", "prompts_per_iteration": "4",
+    dataset = str(GSM8K) if GSM8K.exists() else "arith"  # a data set file (UMBRA_DATA_DIRS) where there is one
+    form = {"experiment": "two-nodes", "model": "tiny", "dataset": dataset, "prompts_per_iteration": "4",
             "group_size": "4", "max_tokens": "24", "iterations": "2", "rollout_instances": "2",
             "max_num_seqs": "16", "learning_rate": "1e-3", "rollout_policy": "static-group"}
     resp = client.post(f"/teams/{team.slug}/runs/new/", form)
@@ -129,13 +137,20 @@ def test_run_on_two_nodes(client, team_user, two_node_cluster, two_node_worker, 
 
     deadline = time.time() + 600
     while time.time() < deadline and not run.is_terminal:
-        time.sleep(2)
+        time.sleep(0.5)
         run.refresh_from_db()
     events = list(run.events.values_list("to_state", "reason"))
     assert run.state == "succeeded", f"{events}\n{run.log_tail[-3000:]}\n{two_node_worker.read_text()[-3000:]}"
-    for name in ("rollout/throughput_tok_s", "reward/mean", "train/loss", "sync/weight_time_s"):
+    assert [s for s, _ in events] == ["queued", "dispatching", "running", "succeeded"]
+    assert run.ray_job_id == f"umbra-run-{run.pk}"
+    for name in ("rollout/time_s", "rollout/throughput_tok_s", "rollout/tail_time_s", "reward/mean",
+                 "train/loss", "train/kl", "sync/weight_time_s", "rollout/request_latency_s/p90"):
         assert sorted(MetricPoint.objects.filter(run=run, name=name).values_list("step", flat=True)) == [0, 1], name
-    for trace in IterationTrace.objects.filter(run=run):
+    assert sorted(MetricBatch.objects.filter(run=run).values_list("seq", flat=True)) == [1, 2]
+    traces = list(IterationTrace.objects.filter(run=run))
+    assert sorted(t.iteration for t in traces) == [0, 1]
+    for trace in traces:
+        assert len(trace.requests) == 16
         assert {r["instance"] for r in trace.requests} == {0, 1}
         # on-policy on both nodes: the weight sync reached the worker node's instance too
         assert {r["policy_version"] for r in trace.requests} == {trace.iteration}

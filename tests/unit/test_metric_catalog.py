@@ -81,7 +81,7 @@ def test_every_metric_name_in_the_source_is_catalogued():
 
 
 def test_every_name_design_md_lists_is_catalogued():
-    """The vocabulary of DESIGN.md ("Metric vocabulary"), as the producers log it."""
+    """The field's metric vocabulary (throughput, tail time, acceptance length, ...), as the producers log it."""
     vocabulary = ["rollout/time_s", "rollout/throughput_tok_s", "rollout/tail_time_s", "rollout/tail_frac",
                   *(f"rollout/request_latency_s/{k}" for k in ("p50", "p90", "p99", "max")),
                   "rollout/response_len/mean", "rollout/response_len/max", "rollout/clip_ratio",

@@ -153,3 +153,16 @@ def test_unknown_policy_and_bad_options():
         make_policy("fastest")
     with pytest.raises(ValueError):
         SeerPolicy(chunk_tokens=0)
+
+
+def test_every_list_of_policy_names_agrees_with_the_policy_classes():
+    """The run config, the named variants and the policies name the same policies."""
+    from typing import get_args
+
+    from umbra.config import RolloutPolicy
+    from umbra.rollout.policies import POLICIES
+    from umbra.rollout.policies.variants import BASELINES, DEFAULT_VARIANTS, SEER_VARIANTS, VARIANT_NAMES, variant
+
+    assert set(get_args(RolloutPolicy)) <= set(POLICIES) and "oracle-lfs" in POLICIES
+    assert set(VARIANT_NAMES) == set(BASELINES) | set(SEER_VARIANTS) and set(DEFAULT_VARIANTS) <= set(VARIANT_NAMES)
+    assert all(variant(n, 8).policy in POLICIES for n in VARIANT_NAMES)

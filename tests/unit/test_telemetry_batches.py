@@ -74,3 +74,17 @@ def test_a_malformed_trace_is_left_out_and_the_metrics_kept(caplog):
 def test_without_a_platform_the_batch_is_only_logged():
     client = TelemetryClient("", "local", "")
     assert client.send(0, {"rollout/time_s": 1.0}) and client.seq == 1 and client.pending == []
+
+
+def test_a_left_out_trace_is_noted_in_the_run_event_log():
+    """Before the client validated, a malformed trace was refused by the platform (400) and the
+    job failed saying why; now that it is left out, the run's event log must say so, not only
+    the driver's log."""
+    batch = TelemetryClient.build(1, 4, {"x": 1.0}, trace=[{**ROW, "finish_s": -1.0}], trace_meta=META,
+                                  events=["instance 1 died"])
+    assert batch.trace is None
+    assert batch.events[0] == "instance 1 died"
+    assert len(batch.events) == 2 and "trace of iteration 4" in batch.events[1]
+    assert "requests.0.finish_s" in batch.events[1] and len(batch.events[1]) <= 1000
+    alone = TelemetryClient.build(1, 4, {"x": 1.0}, trace=[{**ROW, "finish_s": -1.0}])
+    assert len(alone.events) == 1 and "not sent" in alone.events[0]

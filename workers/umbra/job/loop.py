@@ -36,7 +36,7 @@ def run(config: RunConfig, telemetry, checkpoints: CheckpointDir | None = None) 
         log.info("instances and trainer ready")
         for it in range(first, config.iterations):
             t_iter = time.time()
-            if replaced := rollout.heal(it):  # died between iterations: give the replacements the weights
+            if replaced := rollout.replace_dead_instances(it):  # died between iterations: give the replacements the weights
                 trainers.update_weights(rollout, only=replaced)
             prompts = data.next_batch()
             batch = rollout.generate(it, [p.token_ids for p in prompts], seed=config.seed * 7919 + it)

@@ -1,1 +1,2 @@
-"""The rollout layer: requests and groups, policies, vLLM instances, metrics."""
+"""The rollout layer: the rollout manager and its typed batch, requests and groups, policies,
+vLLM instances, metrics."""

@@ -92,7 +92,7 @@ class RolloutManager:
 
         return int(ray.get(self.instances[0].ready.remote())["kv_block_tokens"])
 
-    def heal(self, iteration: int) -> list[int]:
+    def replace_dead_instances(self, iteration: int) -> list[int]:
         """Replace every instance that does not answer a liveness probe; returns their indices
         (they hold the initial weights until the caller syncs them)."""
         dead = self.pool.dead()
@@ -101,14 +101,14 @@ class RolloutManager:
         return dead
 
     def generate(self, iteration: int, prompts: list[list[int]], seed: int, policy=None,
-                 shape: RolloutShape | None = None, check_version: bool = True) -> RolloutBatch:
+                 shape: RolloutShape | None = None) -> RolloutBatch:
         """Sample ``shape.group_size`` responses to each prompt (token ids) under ``policy``
         (default: ``self.policy``), with sampling seeds derived from ``seed``; ``shape`` may
         shrink the group size or ``max_tokens`` for one call (the benchmark's warm-up).
 
         An instance that dies mid-rollout loses only its running chunks (they run elsewhere)
         and is replaced afterwards; its replacement holds the initial weights until the next
-        weight sync. Raises OffPolicyError (with ``check_version``) if any response was sampled
+        weight sync. Raises OffPolicyError if any response was sampled
         with weights other than ``policy_version``; RuntimeError if every instance died.
         """
         policy, s = policy or self.policy, shape or self.shape
@@ -124,7 +124,7 @@ class RolloutManager:
         batch = RolloutBatch(iteration, s.group_size, [Sample.of(r) for r in requests], requests, start, end,
                              events=notes)
         stale = batch.policy_versions() - {self.policy_version}
-        if check_version and stale:
+        if stale:
             raise OffPolicyError(f"iteration {iteration}: rollout used policy versions {stale}, "
                                  f"the trainer pushed {self.policy_version}")
         batch.metrics = rollout_metrics(requests, start, end, len(self.instances))

@@ -1,7 +1,7 @@
 """The metric catalogue: one entry per metric the job logs, with its unit, its section on the
 charts, a short label, what it means and which way is better.
 
-Names are the field's (docs/architecture.md). Every reader takes names and their meaning from
+Names use the field's terms (rollout throughput, tail time, acceptance length, KL). Every reader takes names and their meaning from
 here: the platform (comparison summary and defaults), the CLI, and the browser, which gets
 ``document()`` embedded in the dashboard and compare pages (``{% metric_catalog %}``, in
 ``platform/telemetry/templatetags/metric_catalog.py``).

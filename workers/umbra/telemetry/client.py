@@ -13,7 +13,7 @@ import time
 import requests
 from pydantic import ValidationError
 
-from umbra.telemetry.wire import BatchIn, TraceIn
+from umbra.telemetry.wire import MAX_EVENTS, BatchIn, TraceIn
 
 log = logging.getLogger(__name__)
 
@@ -88,18 +88,23 @@ class TelemetryClient:
               trace_meta: dict | None = None, events: list[str] | None = None) -> BatchIn:
         """Batch ``seq`` as the wire model. Non-finite metrics are left out (with a warning),
         notes cut to 1,000 characters; a trace that does not validate is left out with a
-        warning (the metrics matter more), anything else raises BatchInvalid."""
+        warning and a note in the run's event log (the metrics matter more), anything else
+        raises BatchInvalid."""
         finite = {k: float(v) for k, v in metrics.items() if math.isfinite(float(v))}
         for k in metrics.keys() - finite.keys():
             log.warning("metric %s at step %s is not finite; not sent", k, step)
         fields: dict = {}
-        if events:
-            fields["events"] = [e[:1000] for e in events]
+        notes = list(events or [])
         if trace is not None:
             try:
                 fields["trace"] = _trace(step, trace, trace_meta)
             except ValidationError as exc:
                 log.warning("trace of iteration %s is malformed, sent without it: %s", step, _errors(exc))
+                if len(notes) < MAX_EVENTS:  # a full batch of notes keeps its own
+                    notes.append(f"the request trace of iteration {step} is malformed and was not sent: "
+                                 f"{_errors(exc)}")
+        if notes:
+            fields["events"] = [e[:1000] for e in notes]
         points = [{"name": k, "step": step, "value": v} for k, v in finite.items()]
         try:
             return BatchIn.model_validate({"seq": seq, "points": points, **fields})

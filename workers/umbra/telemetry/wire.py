@@ -14,6 +14,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validat
 
 MAX_POINTS = 10_000
 MAX_TRACE_REQUESTS = 100_000
+MAX_EVENTS = 100  # notes per batch
 INT32 = 2**31 - 1  # PostgreSQL integer columns
 # strict: "5" is not an integer and true is not a number; allow_inf_nan: NaN/inf refused everywhere
 STRICT = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
@@ -97,4 +98,5 @@ class BatchIn(BaseModel):
     seq: int = Field(ge=1, le=INT32)
     points: list[PointIn] = Field(max_length=MAX_POINTS)
     trace: TraceIn | None = None
-    events: list[Annotated[Text, Field(min_length=1, max_length=1000)]] = Field(default_factory=list, max_length=100)
+    events: list[Annotated[Text, Field(min_length=1, max_length=1000)]] = Field(default_factory=list,
+                                                                                 max_length=MAX_EVENTS)

@@ -1,1 +1,2 @@
-"""GRPO: group-normalized advantages, the clipped loss with KL, the trainer actor."""
+"""Training: the trainer group (train on rollout batches, own the weight sync), the GRPO step
+(group-normalized advantages, clipped loss with KL) and the trainer actor."""

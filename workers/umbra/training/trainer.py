@@ -77,11 +77,11 @@ class GRPOTrainer:
         stats = {"loss": 0.0, "kl": 0.0, "entropy": 0.0, "clip_frac": 0.0}
         grad_norm = 0.0
         for s in range(0, len(micro), per_mini):
-            group = micro[s:s + per_mini]
-            batches = [packed[tuple(m)] for m in group]
+            minibatch = micro[s:s + per_mini]
+            batches = [packed[tuple(m)] for m in minibatch]
             tokens = sum(float(b.response_mask.sum()) for b in batches)
             self.opt.zero_grad(set_to_none=True)
-            for m, b in zip(group, batches):
+            for m, b in zip(minibatch, batches):
                 logp, ent = token_logprobs(self.model, b)
                 old_logp = old[tuple(m)] if old is not None else logp.detach()
                 loss, st = grpo_loss(logp, old_logp, ref[tuple(m)] if ref else None, adv[m],

@@ -1,4 +1,5 @@
-"""The weight sync, all of it: how the trainer's weights reach the rollout engines.
+"""The weight sync: how the trainer's weights reach the rollout engines (the instance actor's
+``RolloutInstance.load_weights`` only passes them to its engine through ``collective_rpc``).
 
 Three sides of one protocol:
 - trainer side: the state dict as the engines need it (:func:`sync_state`), written as a
