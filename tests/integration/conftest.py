@@ -25,13 +25,13 @@ def _start(n, model, draft_server=None, first_id=0):
 
 
 def _stop(ray, handles):
-    """Shut the engines down and kill their actors; ones a test already killed are skipped."""
+    """Kill the instances' actors: Ray takes their engine processes down with them (within
+    a second; a graceful engine shutdown first takes seconds each). Dead ones are skipped."""
     for inst in handles:
         try:
-            ray.get(inst.shutdown.remote(), timeout=60)
-        except Exception:  # noqa: BLE001 - killed by a fault test: nothing to shut down
+            ray.kill(inst)
+        except Exception:  # noqa: BLE001 - already gone
             pass
-        ray.kill(inst)
 
 
 def _dead(ray, handles) -> list[int]:
@@ -89,26 +89,27 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(scope="module")
 def _spec_starting(ray_driver, tiny_model_path):
-    """Two instances with grouped speculative decoding and their draft server, started in a
-    thread of their own, so their engines come up while the plain pair's do (``spec_setup``)."""
+    """One instance with grouped speculative decoding and its draft server, started in a
+    thread of their own, so its engine comes up while the plain pair's do (``spec_setup``).
+    One is enough for what the tests claim (lossless outputs, drafts verified and accepted):
+    its drafts still come from the group's responses through the draft server."""
     from concurrent.futures import ThreadPoolExecutor
 
     from umbra.speculative.server import start_draft_server
 
     def start():
         server = start_draft_server()
-        return _start(2, tiny_model_path, server), server
+        return _start(1, tiny_model_path, server), server
 
     with ThreadPoolExecutor(1) as pool:
         future = pool.submit(start)
         try:
             yield future
         finally:
-            handles = future.result()[0] if future.exception() is None else []
-            _stop(ray_driver, handles)
+            _stop(ray_driver, [*future.result()[0], future.result()[1]] if future.exception() is None else [])
 
 
 @pytest.fixture
 def spec_setup(instances, _spec_starting):
-    """``(spec instances, draft server)``; asks for the plain pair first, so both start at once."""
+    """``([spec instance], draft server)``; asks for the plain pair first, so both start at once."""
     return _spec_starting.result()

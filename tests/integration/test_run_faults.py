@@ -68,19 +68,31 @@ def test_run_survives_a_killed_instance_and_a_killed_driver_and_resumes_from_the
     run = _submit(client, team, user, iterations=str(ITERATIONS), checkpoint_every="2")
 
     # 1. A rollout instance (its vLLM actor process) is SIGKILLed during iteration 1's rollout,
-    #    which starts right after iteration 0's metrics.
-    _wait("iteration 0", lambda: _steps(run, "iteration/time_s"), 600, run, live_worker)
-    job_id = _job(ray_cluster, run).job_id
-    alive = [a for a in list_actors(address=ray_cluster["dashboard"], filters=[("state", "=", "ALIVE")], limit=1000)
-             if a.class_name == "RolloutInstance" and a.job_id == job_id]
+    #    which starts right after iteration 0's metrics are delivered and a liveness probe of
+    #    the instances (kill it just after that probe, while chunks run on it).
+    job = {}
+
+    def driver_connected():
+        job["info"] = _job(ray_cluster, run) if run.state == "running" else None
+        return job["info"] and job["info"].job_id and job["info"].driver_info and job["info"].driver_info.pid
+
+    _wait("the job's driver", driver_connected, 600, run, live_worker)
+    info = job["info"]
+
+    def instances_alive():
+        return [a for a in list_actors(address=ray_cluster["dashboard"], filters=[("state", "=", "ALIVE")],
+                                       limit=1000) if a.class_name == "RolloutInstance" and a.job_id == info.job_id]
+
+    _wait("two rollout instances", lambda: len(instances_alive()) >= 2, 600, run, live_worker, poll_s=2)
+    alive = instances_alive()
     assert len(alive) == 2, alive
+    _wait("iteration 0", lambda: _steps(run, "iteration/time_s"), 600, run, live_worker, poll_s=0.1)
+    time.sleep(0.5)  # the probe takes milliseconds, the rollout seconds
     os.kill(alive[1].pid, signal.SIGKILL)
 
     # 2. The driver is SIGKILLed once iteration 2's metrics are in: the checkpoint after
     #    iteration 1 was committed before iteration 2 started, and none follows iteration 2.
-    _wait("iteration 2", lambda: 2 in _steps(run, "iteration/time_s"), 600, run, live_worker)
-    info = _job(ray_cluster, run)
-    assert info.driver_info and info.driver_info.pid
+    _wait("iteration 2", lambda: 2 in _steps(run, "iteration/time_s"), 600, run, live_worker, poll_s=0.1)
     killed_at = time.time()
     os.kill(int(info.driver_info.pid), signal.SIGKILL)
     # The replacement instance served iteration 2 (read now: the resumed attempt replaces
@@ -128,6 +140,3 @@ def test_run_survives_a_killed_instance_and_a_killed_driver_and_resumes_from_the
     # the resumed attempt's instances got the checkpoint's weights: its last rollout is on-policy
     assert {r["policy_version"] for r in traces[-1].requests} == {ITERATIONS - 1}
     assert {r["instance"] for r in traces[-1].requests} == {0, 1}
-    times = {name: [round(v, 1) for v in MetricPoint.objects.filter(run=run, name=name).order_by("step")
-                    .values_list("value", flat=True)] for name in ("rollout/time_s", "train/time_s")}
-    print(f"faults run: {times}")

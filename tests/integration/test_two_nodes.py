@@ -2,12 +2,14 @@
 cluster, rolled out by real vLLM engines on the tiny model, and finishes its iterations
 with metrics stored in PostgreSQL; beyond one machine: the worker's RAY_ADDRESS points at a
 cluster of two nodes (a head and a worker node, separate ``ray start`` processes with their
-own resources), and the run's rollout instances are placed on both nodes.
+own resources), and the run's rollout instances are placed on both nodes; and the Celery
+worker that follows the run is SIGKILLed mid-run, and a worker started later takes it up.
 
-(This run is also the suite's form-to-finished-run check, formerly test_run_end_to_end.py:
-one job proves both.)"""
+One job proves the three claims (they were three tests: test_run_end_to_end.py, this one,
+and test_worker_faults.py::test_worker_killed_while_following)."""
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -20,7 +22,8 @@ from ray.util.state.exception import RayStateApiException
 from runs.models import Run
 from telemetry.models import IterationTrace, MetricBatch, MetricPoint
 
-from ..conftest import GSM8K, VENV_BIN, _env, _stop, _test_database_url, free_port, wait_http
+from ..conftest import GSM8K, VENV_BIN, _env, _stop, free_port, wait_http
+from .celery_worker import Worker
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
@@ -79,7 +82,7 @@ def two_node_cluster(tmp_path_factory):
         deadline, nodes, error = time.time() + 300, {}, None
         while time.time() < deadline and sorted(nodes.values()) != [HEAD_RESOURCE, WORKER_RESOURCE]:
             assert procs[1].poll() is None, (logs / "worker.log").read_text()[-2000:]
-            time.sleep(2)
+            time.sleep(0.5)
             try:
                 nodes = _alive_nodes(dashboard)
             except RayStateApiException as exc:
@@ -95,21 +98,20 @@ def two_node_cluster(tmp_path_factory):
             shutil.rmtree(path, ignore_errors=True)
 
 
-@pytest.fixture(scope="module")
-def two_node_worker(django_db_setup, live_web, two_node_cluster, checkpoint_root, tmp_path_factory):
-    """A Celery worker on QUEUE that submits runs to the two-node cluster (RAY_ADDRESS)."""
-    log_path = tmp_path_factory.mktemp("worker2") / "worker.log"
-    proc = subprocess.Popen(
-        [str(VENV_BIN / "celery"), "-A", "umbra_site", "worker", "-Q", QUEUE, "-c", "2", "--loglevel=INFO",
-         "-n", f"two-nodes-{free_port()}@%h"],
-        env=_env(DATABASE_URL=_test_database_url(), RAY_ADDRESS=two_node_cluster["dashboard"],
-                 UMBRA_PLATFORM_URL=live_web, UMBRA_CELERY_QUEUE=QUEUE, UMBRA_CHECKPOINT_DIR=checkpoint_root),
-        stdout=open(log_path, "w"), stderr=subprocess.STDOUT)
-    time.sleep(3)
-    if proc.poll() is not None:
-        raise RuntimeError(f"celery worker exited: {log_path.read_text()[-2000:]}")
-    yield log_path
-    _stop(proc)
+@pytest.fixture
+def start_worker(live_web, two_node_cluster, checkpoint_root, tmp_path):
+    """Start a Celery worker on QUEUE that submits runs to the two-node cluster (its
+    RAY_ADDRESS); ``start_worker(name)``; all are killed at the end."""
+    started = []
+
+    def start(name: str) -> Worker:
+        worker = Worker(tmp_path / f"{name}.log", QUEUE, two_node_cluster["dashboard"], live_web, checkpoint_root)
+        started.append(worker)
+        return worker
+
+    yield start
+    for worker in started:
+        worker.kill()
 
 
 @pytest.fixture
@@ -120,7 +122,7 @@ def to_two_node_queue(monkeypatch):
     monkeypatch.setitem(app.conf, "task_default_queue", QUEUE)
 
 
-def test_run_on_two_nodes(client, team_user, two_node_cluster, two_node_worker, to_two_node_queue, tiny_model_path):
+def test_run_on_two_nodes(client, team_user, two_node_cluster, start_worker, to_two_node_queue, tiny_model_path):
     from ray.job_submission import JobSubmissionClient
     from ray.util.state import list_actors
 
@@ -131,18 +133,38 @@ def test_run_on_two_nodes(client, team_user, two_node_cluster, two_node_worker, 
     form = {"experiment": "two-nodes", "model": "tiny", "dataset": dataset, "prompts_per_iteration": "4",
             "group_size": "4", "max_tokens": "24", "iterations": "2", "rollout_instances": "2",
             "max_num_seqs": "16", "learning_rate": "1e-3", "rollout_policy": "static-group"}
+    first = start_worker("first")
     resp = client.post(f"/teams/{team.slug}/runs/new/", form)
     assert resp.status_code == 302, resp.content[:2000]
     run = Run.objects.get()
+
+    # The Celery worker that dispatched the run is SIGKILLed (its whole process group) while
+    # it follows the run: nobody follows now, the job keeps running on Ray and the run stays
+    # `running`; a worker started later takes the run up (recover_runs) and follows it to the end.
+    deadline = time.time() + 120
+    while time.time() < deadline and run.state != "running":
+        time.sleep(0.2)
+        run.refresh_from_db()
+    assert run.state == "running", f"{run.state}: {list(run.events.values_list('to_state', 'reason'))}\n{first.log()}"
+    first.kill()
+    time.sleep(5)
+    assert str(JobSubmissionClient(two_node_cluster["dashboard"]).get_job_status(run.submission_id)) == "RUNNING"
+    run.refresh_from_db()
+    assert run.state == "running"
+    second = start_worker("second")
 
     deadline = time.time() + 600
     while time.time() < deadline and not run.is_terminal:
         time.sleep(0.5)
         run.refresh_from_db()
     events = list(run.events.values_list("to_state", "reason"))
-    assert run.state == "succeeded", f"{events}\n{run.log_tail[-3000:]}\n{two_node_worker.read_text()[-3000:]}"
+    assert run.state == "succeeded", f"{events}\n{run.log_tail[-3000:]}\n{second.log()}"
     assert [s for s, _ in events] == ["queued", "dispatching", "running", "succeeded"]
     assert run.ray_job_id == f"umbra-run-{run.pk}"
+    # exactly one Ray job: the second worker did not submit the run again
+    jobs = [j.submission_id for j in JobSubmissionClient(two_node_cluster["dashboard"]).list_jobs()
+            if j.submission_id and re.fullmatch(rf"umbra-run-{run.pk}(-a\d+)?", j.submission_id)]
+    assert jobs == [f"umbra-run-{run.pk}"], jobs
     for name in ("rollout/time_s", "rollout/throughput_tok_s", "rollout/tail_time_s", "reward/mean",
                  "train/loss", "train/kl", "sync/weight_time_s", "rollout/request_latency_s/p90"):
         assert sorted(MetricPoint.objects.filter(run=run, name=name).values_list("step", flat=True)) == [0, 1], name
