@@ -35,6 +35,7 @@ export interface TraceMeta {
   instances: number;
   capacity: number;
   kv_cache_gib: number;
+  admission: "cap" | "kv" | "engine";
   max_tokens: number;
 }
 

@@ -18,6 +18,9 @@ interface PolicyRow {
   idle_frac: number;
   migrations: number;
   reprefill_tokens: number;
+  preemptions?: number;
+  throughput_vs_verl?: number;
+  tail_vs_verl?: number | null;
   throughput_vs_static?: number;
   tail_vs_static?: number | null;
 }
@@ -39,6 +42,9 @@ const COLUMNS: [keyof PolicyRow, string, (v: number | null | undefined) => strin
   ["tail_time_s", "tail s", formatNumber],
   ["idle_frac", "idle frac", formatNumber],
   ["migrations", "migrations", formatNumber],
+  ["preemptions", "preemptions", formatNumber],
+  ["throughput_vs_verl", "throughput vs verl", formatRatio],
+  ["tail_vs_verl", "tail vs verl", formatRatio],
   ["throughput_vs_static", "throughput vs static", formatRatio],
   ["tail_vs_static", "tail vs static", formatRatio],
 ];

@@ -10,7 +10,8 @@ from umbra.telemetry.summary_columns import SUMMARY_COLUMNS
 COLUMNS: dict[str, tuple[str, str]] = {c.key: (c.metric, c.stat) for c in SUMMARY_COLUMNS}
 # Config keys that choose the rollout policy: runs differing only in these share a config.
 POLICY_KEYS = frozenset({"rollout_policy", "chunk_tokens", "seer_divided", "seer_context_aware", "spec_decoding"})
-BASELINE_POLICY = "static-group"
+# Reference policies, preferred in this order: the peer as it runs, then its capped variant.
+BASELINE_POLICIES = ("verl", "static-group")
 
 
 def summary_row(stats: dict[str, dict[str, float]]) -> dict[str, float | None]:
@@ -38,14 +39,16 @@ def _without_policy(config: dict[str, Any]) -> dict[str, Any]:
 
 def default_reference(configs: dict[int, dict[str, Any]], with_data: set[int] | None = None) -> int:
     """The reference run among ``configs`` (``{run_id: config}``, in the user's order):
-    the ``static-group`` run sharing its non-policy config with the most other runs
-    (first on ties), else the first run. Runs in ``with_data`` (those with metrics; all
+    the ``verl`` run (else the ``static-group`` run) sharing its non-policy config with the
+    most other runs (first on ties), else the first run. Runs in ``with_data`` (those with metrics; all
     when None) are preferred, so a run cancelled before its first point is no reference.
     Raises ValueError on an empty mapping."""
     if not configs:
         raise ValueError("no runs to compare")
     candidates = [r for r in configs if with_data is None or r in with_data] or list(configs)
-    baselines = [r for r in candidates if configs[r].get("rollout_policy") == BASELINE_POLICY]
+    baselines = next(([r for r in candidates if configs[r].get("rollout_policy") == name]
+                      for name in BASELINE_POLICIES
+                      if any(configs[r].get("rollout_policy") == name for r in candidates)), [])
     if not baselines:
         return candidates[0]
 

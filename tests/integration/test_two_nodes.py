@@ -1,8 +1,8 @@
 """A run submitted through the form is dispatched by a real Celery worker to a real Ray
 cluster, rolled out by real vLLM engines on the tiny model, and finishes its iterations
 with metrics stored in PostgreSQL; beyond one machine: the worker's RAY_ADDRESS points at a
-cluster of two nodes (a head and a worker node, separate ``ray start`` processes with their
-own resources), and the run's rollout instances are placed on both nodes; and the Celery
+cluster of two nodes (the session's head and a worker node joined to it, separate ``ray start``
+processes), and the run's rollout instances are placed on both nodes; and the Celery
 worker that follows the run is SIGKILLed mid-run, and a worker started later takes it up.
 
 One job proves the three claims (they were three tests: test_run_end_to_end.py, this one,
@@ -22,16 +22,16 @@ from ray.util.state.exception import RayStateApiException
 from runs.models import Run
 from telemetry.models import IterationTrace, MetricBatch, MetricPoint
 
-from ..conftest import GSM8K, VENV_BIN, _env, _stop, free_port, wait_http
+from ..conftest import GSM8K, VENV_BIN, _env, _stop, free_port
 from .celery_worker import Worker
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
 # Its own Celery queue (after the suite's, so two suites on one machine stay apart): the
-# session's live_worker (other cluster) must not take this run.
+# test kills the workers that take this run, never the session's live_worker.
 QUEUE = f"{os.environ.get('UMBRA_CELERY_QUEUE', 'umbra-test')}-two-nodes"
-# Each node is told apart by a custom resource of its own.
-HEAD_RESOURCE, WORKER_RESOURCE = "umbra_head_node", "umbra_worker_node"
+# The session's Ray head is one node; the node joined to it here has a custom resource of its own.
+HEAD, WORKER_RESOURCE = "head", "umbra_worker_node"
 
 
 def _node_ports() -> list[str]:
@@ -42,60 +42,50 @@ def _node_ports() -> list[str]:
 
 
 def _alive_nodes(dashboard: str) -> dict[str, str]:
-    """Alive node id (hex) -> which of our custom resources it has.
+    """Alive node id (hex) -> HEAD, WORKER_RESOURCE or "?" (neither).
 
-    Raises ``RayStateApiException`` while the state API does not answer (its modules start
-    after ``/api/version`` does)."""
+    Raises ``RayStateApiException`` while the state API does not answer."""
     from ray.util.state import list_nodes
 
     out = {}
     for node in list_nodes(address=dashboard, filters=[("state", "=", "ALIVE")], detail=True, timeout=30):
-        res = node.resources_total or {}
-        out[node.node_id] = HEAD_RESOURCE if HEAD_RESOURCE in res else WORKER_RESOURCE if WORKER_RESOURCE in res else "?"
+        out[node.node_id] = (HEAD if node.is_head_node else
+                             WORKER_RESOURCE if WORKER_RESOURCE in (node.resources_total or {}) else "?")
     return out
 
 
 @pytest.fixture(scope="module")
-def two_node_cluster(tmp_path_factory):
-    """A head (``ray start --head``) and a worker node (``ray start --address``), 2 CPUs each.
+def two_node_cluster(ray_cluster, tmp_path_factory):
+    """The session's Ray head and, for this module, a worker node joined to it (``ray start
+    --address``, 2 CPUs, a process of its own as on another machine); the worker node leaves
+    at the end. (Its own head is not needed: the session's serves, and saves starting one.)
 
-    Yields ``{"gcs", "dashboard", "nodes": {node id: resource name}}``.
+    Yields ``{"gcs", "dashboard", "nodes": {node id: HEAD or WORKER_RESOURCE}}``.
     """
     logs = tmp_path_factory.mktemp("ray2")
-    # Short temp dirs of their own: Ray's unix socket paths must stay under ~107 characters.
-    temp = [tempfile.mkdtemp(prefix="u2n-", dir="/tmp") for _ in range(2)]
-    gcs, dash = free_port(), free_port()
-    common = ["--block", "--num-cpus=2", "--object-store-memory=300000000", "--disable-usage-stats"]
-    head = subprocess.Popen(
-        [str(VENV_BIN / "ray"), "start", "--head", *common, f"--port={gcs}", f"--dashboard-port={dash}",
-         "--dashboard-host=127.0.0.1", "--include-dashboard=true", f"--ray-client-server-port={free_port()}",
-         f"--resources={json.dumps({HEAD_RESOURCE: 1})}", f"--temp-dir={temp[0]}", *_node_ports()],
-        env=_env(), stdout=open(logs / "head.log", "w"), stderr=subprocess.STDOUT)
-    procs = [head]
-    dashboard = f"http://127.0.0.1:{dash}"
+    # A short temp dir of its own: Ray's unix socket paths must stay under ~107 characters.
+    temp = tempfile.mkdtemp(prefix="u2n-", dir="/tmp")
+    dashboard = ray_cluster["dashboard"]
+    worker = subprocess.Popen(
+        [str(VENV_BIN / "ray"), "start", f"--address={ray_cluster['gcs']}", "--block", "--num-cpus=2",
+         "--object-store-memory=300000000", "--disable-usage-stats",
+         f"--resources={json.dumps({WORKER_RESOURCE: 1})}", f"--temp-dir={temp}", *_node_ports()],
+        env=_env(), stdout=open(logs / "worker.log", "w"), stderr=subprocess.STDOUT)
     try:
-        wait_http(f"{dashboard}/api/version", 120, head)
-        procs.append(subprocess.Popen(
-            [str(VENV_BIN / "ray"), "start", f"--address=127.0.0.1:{gcs}", *common,
-             f"--resources={json.dumps({WORKER_RESOURCE: 1})}", f"--temp-dir={temp[1]}", *_node_ports()],
-            env=_env(), stdout=open(logs / "worker.log", "w"), stderr=subprocess.STDOUT))
         deadline, nodes, error = time.time() + 300, {}, None
-        while time.time() < deadline and sorted(nodes.values()) != [HEAD_RESOURCE, WORKER_RESOURCE]:
-            assert procs[1].poll() is None, (logs / "worker.log").read_text()[-2000:]
+        while time.time() < deadline and sorted(nodes.values()) != [HEAD, WORKER_RESOURCE]:
+            assert worker.poll() is None, (logs / "worker.log").read_text()[-2000:]
             time.sleep(0.5)
             try:
                 nodes = _alive_nodes(dashboard)
             except RayStateApiException as exc:
                 error = exc
-        assert sorted(nodes.values()) == [HEAD_RESOURCE, WORKER_RESOURCE], (
-            f"nodes {nodes}, last state API error {error}\nhead: {(logs / 'head.log').read_text()[-2000:]}\n"
-            f"worker: {(logs / 'worker.log').read_text()[-2000:]}")
-        yield {"gcs": f"127.0.0.1:{gcs}", "dashboard": dashboard, "nodes": nodes}
+        assert sorted(nodes.values()) == [HEAD, WORKER_RESOURCE], (
+            f"nodes {nodes}, last state API error {error}\nworker: {(logs / 'worker.log').read_text()[-2000:]}")
+        yield {"gcs": ray_cluster["gcs"], "dashboard": dashboard, "nodes": nodes}
     finally:
-        for proc in reversed(procs):  # the worker node first, then the head it reports to
-            _stop(proc)
-        for path in temp:
-            shutil.rmtree(path, ignore_errors=True)
+        _stop(worker)
+        shutil.rmtree(temp, ignore_errors=True)
 
 
 @pytest.fixture
@@ -179,7 +169,9 @@ def test_run_on_two_nodes(client, team_user, two_node_cluster, start_worker, to_
 
     # Placement, as Ray saw it: one rollout instance per node.
     nodes = two_node_cluster["nodes"]
-    actors = list_actors(address=two_node_cluster["dashboard"], filters=[("class_name", "=", "RolloutInstance")])
+    job_id = JobSubmissionClient(two_node_cluster["dashboard"]).get_job_info(run.submission_id).job_id
+    actors = list_actors(address=two_node_cluster["dashboard"],
+                         filters=[("class_name", "=", "RolloutInstance"), ("job_id", "=", job_id)])
     assert len(actors) == 2 and {a.node_id for a in actors} == set(nodes), [(a.node_id, a.state) for a in actors]
     # ...and as the job's log reports it.
     job_log = JobSubmissionClient(two_node_cluster["dashboard"]).get_job_logs(run.submission_id)

@@ -25,18 +25,26 @@ def test_seeded_requests_reproduce_beyond_one_prefill_batch(ray_driver, instance
     assert [r.output_token_ids for r in first] == [r.output_token_ids for r in again]
 
 
-def test_greedy_responses_identical_under_static_group_and_seer(ray_driver, instances):
+def test_greedy_responses_identical_under_static_group_verl_and_seer(ray_driver, instances):
     """Chunk boundaries add or drop no token: greedy decoding gives the same responses
-    whole (static-group) and in 5-token chunks moved between instances (seer)."""
-    from umbra.rollout.policies import SeerPolicy, StaticGroupPolicy
+    whole (static-group; verl, every request submitted at once) and in 5-token chunks moved
+    between instances (seer without a ledger) or placed by a small KV ledger (seer)."""
+    from umbra.rollout.policies import SeerPolicy, StaticGroupPolicy, VerlPolicy
+    from umbra.rollout.policies.kv_ledger import KVBudget
     from umbra.rollout.request import make_groups
     from umbra.rollout.runner import run_rollout
 
     prompts = [[1] + [(11 * g + t) % 400 + 3 for t in range(20 + g)] for g in range(6)]
     whole, _, _ = run_rollout(StaticGroupPolicy(), instances, make_groups(prompts, 4, 40, 3, 0.0), [8, 8])
+    verl, _, _ = run_rollout(VerlPolicy(), instances, make_groups(prompts, 4, 40, 3, 0.0), [1 << 30] * 2)
     chunked, _, _ = run_rollout(SeerPolicy(chunk_tokens=5, affinity_spread=0), instances,
                                 make_groups(prompts, 4, 40, 3, 0.0), [3, 3])
+    ledger = SeerPolicy(chunk_tokens=8, kv_block_tokens=32)
+    placed, _, _ = run_rollout(ledger, instances, make_groups(prompts, 4, 40, 3, 0.0), [64, 64],
+                               kv=KVBudget([320, 320], 32))  # 10 blocks each: a few requests at a time
+    assert [r.output_token_ids for r in whole] == [r.output_token_ids for r in verl]
     assert [r.output_token_ids for r in whole] == [r.output_token_ids for r in chunked]
+    assert [r.output_token_ids for r in whole] == [r.output_token_ids for r in placed]
     assert max(len(r.chunks) for r in chunked) > 1 and {r.instance for r in chunked} == {0, 1}
 
 

@@ -65,6 +65,8 @@ def test_default_reference_is_the_static_group_run_of_the_same_config():
     }
     assert default_reference(configs) == 4
     assert default_reference({7: {"rollout_policy": "seer"}, 8: {"rollout_policy": "request-lb"}}) == 7
+    # the peer as it runs is preferred over its capped variant
+    assert default_reference({**configs, 9: {**base, "rollout_policy": "verl"}}) == 9
 
 
 def test_config_diff_keeps_only_differing_keys():

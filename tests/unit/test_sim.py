@@ -70,7 +70,7 @@ def test_speculation_multiplies_tokens_per_step_when_drafting_pays():
 
 @settings(max_examples=40, deadline=None)
 @given(st.integers(1, 6), st.integers(1, 6), st.integers(1, 4), st.integers(1, 6), st.integers(8, 200),
-       st.sampled_from(["static-group", "request-lb", "seer", "seer-no-spec", "seer-divided", "oracle-lfs"]),
+       st.sampled_from(["verl", "static-group", "request-lb", "seer", "seer-no-spec", "seer-divided", "oracle-lfs"]),
        st.integers(0, 1000))
 def test_conservation_determinism_and_kv(n_groups, g_size, instances, max_batch, max_tokens, name, seed):
     rng = random.Random(seed)
@@ -143,3 +143,23 @@ def test_step_model_fit_recovers_coefficients(tmp_path):
     for bad in ((-1, 0, 0, 0), (float("nan"), 0.01, 0, 0), (1, 1, 0, float("inf")), (5e-324, 0, 0, 0)):
         with pytest.raises(ValueError):
             StepModel(*bad)  # each would hang or crash the simulator
+
+
+def test_verl_preempts_under_kv_pressure_and_the_ledger_does_not():
+    # 2 groups x 8 requests of 300 tokens on one instance holding 2,000 tokens: vLLM-style
+    # admission fills the cache and must preempt; Seer's ledger admits by KV and never does.
+    groups = [[(20, 300)] * 8, [(20, 300)] * 8]
+    step = StepModel(c0=0.01, c_seq=0.001, c_ctx=1e-6, c_prefill=1e-4)
+    w = Workload("p", groups, 300, Cluster(1, 2000, 64, step))
+    verl = simulate(variant_policy("verl"), w)
+    seer_policy = variant_policy("seer-no-spec")
+    seer = simulate(seer_policy, w)
+    assert verl.preemptions > 0 and seer.preemptions == 0
+    for res in (verl, seer):
+        assert all(r.done and r.num_generated == 300 == sum(c.tokens for c in r.chunks) for r in res.requests)
+    m = rollout_metrics(verl.requests, 0.0, verl.end_s, 1)
+    assert m["rollout/reprefill_tokens"] > 0  # a preempted request's context is recomputed when it resumes
+
+
+def variant_policy(name):
+    return build(variant(name, 32, 16), None)

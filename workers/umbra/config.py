@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 from umbra.data.registry import check_dataset
 from umbra.models.registry import context_length
 
-RolloutPolicy = Literal["static-group", "request-lb", "seer"]
+RolloutPolicy = Literal["static-group", "verl", "request-lb", "seer"]
 # Tokens reserved for the prompt; the job drops problems whose prompt is longer.
 PROMPT_BUDGET = 512
 # Requests per iteration: bounds the per-iteration trace the platform accepts.
@@ -40,8 +40,9 @@ class RunConfig(BaseModel):
     clip_eps: float = Field(0.2, gt=0.0, le=1.0, description="PPO/GRPO ratio clip range")
     train_minibatches: int = Field(1, ge=1, le=64, description="optimizer steps per iteration")
     rollout_policy: RolloutPolicy = Field("static-group", description=(
-        "static-group (veRL-style baseline), request-lb, or seer; oracle-lfs needs true lengths "
-        "and lives in `umbra bench rollout`"))
+        "verl (veRL as it runs: each instance's share submitted at once, vLLM preempts), "
+        "static-group (the same split, capped so nothing is preempted), request-lb, or seer; "
+        "oracle-lfs needs true lengths and lives in `umbra bench rollout`"))
     chunk_tokens: int = Field(64, ge=1, le=65536, description="seer: tokens per chunk (divided rollout)")
     seer_divided: bool = Field(True, description="seer: divided rollout (chunks + rebalancing)")
     seer_context_aware: bool = Field(True, description="seer: context-aware scheduling (Alg. 2)")

@@ -13,10 +13,11 @@ import os
 import sys
 import time
 
-from umbra.rollout.policies.variants import DEFAULT_VARIANTS, add_ratios, build, variant
+from umbra.rollout.policies.variants import DEFAULT_VARIANTS, KV_RESERVES, add_ratios, build, variant
 
 FIELDS = ("rollout_time_s", "throughput_tok_s", "tail_time_s", "accept_len", "preemptions", "output_tokens",
-          "migrations", "reprefill_tokens", "draft_tokens", "decode_tok_s")
+          "migrations", "kv_given_up", "reprefill_tokens", "draft_tokens", "decode_tok_s")
+RATIOS = ("throughput_vs_verl", "tail_vs_verl", "throughput_vs_static", "tail_vs_static")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -28,6 +29,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--instances", type=int, default=2)
     p.add_argument("--policies", default=",".join(DEFAULT_VARIANTS))
     p.add_argument("--chunk-tokens", type=int, default=64)
+    p.add_argument("--kv-reserve", choices=KV_RESERVES, default="chunk",
+                   help="seer: KV kept free for parked requests when admitting a new one: one chunk each, "
+                        "their group estimates, or none")
     p.add_argument("--temperature", type=float, default=1.0)
     p.add_argument("--kv-cache-gib", type=int, default=1)
     p.add_argument("--max-num-seqs", type=int, default=256)
@@ -40,7 +44,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run the benchmark; returns the exit code (2 on bad input)."""
     try:
-        variants = [variant(n.strip(), args.chunk_tokens) for n in args.policies.split(",") if n.strip()]
+        variants = [variant(n.strip(), args.chunk_tokens, kv_reserve=args.kv_reserve)
+                    for n in args.policies.split(",") if n.strip()]
         if not variants:
             raise ValueError("--policies names no policy")
         for flag in ("prompts", "group_size", "max_tokens", "instances", "chunk_tokens", "kv_cache_gib",
@@ -87,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
     managers = {spec: RolloutManager.start(path, args.instances, shape, args.seed, speculative=spec)
                 for spec in sorted({v.spec for v in variants} | {False})}
     block = managers[False].kv_block_tokens()
-    variants = [variant(v.name, args.chunk_tokens, block) for v in variants]
+    variants = [variant(v.name, args.chunk_tokens, block, args.kv_reserve) for v in variants]
     warm = dataclasses.replace(shape, group_size=2, max_tokens=8)
     for m in managers.values():  # warm-up: first requests pay one-off costs
         m.generate(-1, prompts[:2], args.seed + 1, build(variant("request-lb", args.chunk_tokens), None), warm)
@@ -102,7 +107,8 @@ def run(args: argparse.Namespace) -> int:
             "rollout_time_s": m["rollout/time_s"], "throughput_tok_s": m["rollout/throughput_tok_s"],
             "tail_time_s": m["rollout/tail_time_s"], "accept_len": m["rollout/spec/accept_len"],
             "preemptions": m["rollout/preemptions"], "output_tokens": m["rollout/output_tokens"],
-            "migrations": m["rollout/migrations"], "reprefill_tokens": m["rollout/reprefill_tokens"],
+            "migrations": m["rollout/migrations"], "kv_given_up": m["rollout/kv_given_up"],
+            "reprefill_tokens": m["rollout/reprefill_tokens"], "lengths": length_distribution(batch.requests),
             "draft_tokens": m["rollout/spec/draft_tokens"], "decode_tok_s": m["rollout/decode_tok_s"],
         }
         if args.trace_path:
@@ -121,9 +127,22 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def length_distribution(requests) -> dict:
+    """Response lengths of one rollout: mean, p50, p90, max and the clip ratio (cut at max_tokens)."""
+    lens = sorted(r.num_generated for r in requests)
+    n = len(lens)
+    return {"mean": sum(lens) / n, "p50": lens[n // 2], "p90": lens[min(n - 1, int(0.9 * n))], "max": lens[-1],
+            "clip_ratio": sum(r.clipped for r in requests) / n}
+
+
 def print_table(results: dict) -> None:
-    cols = ("policy",) + FIELDS + ("throughput_vs_static", "tail_vs_static")
+    cols = ("policy",) + FIELDS + RATIOS
     print(" | ".join(f"{c:>14}" for c in cols))
     for name, r in results.items():
         cells = [name] + [r.get(c) for c in cols[1:]]
         print(" | ".join(f"{c:>14.3f}" if isinstance(c, float) else f"{str(c):>14}" for c in cells))
+    print("response lengths (tokens):")
+    for name, r in results.items():
+        d = r["lengths"]
+        print(f"  {name}: mean {d['mean']:.0f}, p50 {d['p50']}, p90 {d['p90']}, max {d['max']}, "
+              f"clipped {100 * d['clip_ratio']:.0f}%")

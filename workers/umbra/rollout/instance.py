@@ -24,14 +24,15 @@ def kv_block_tokens() -> int:
 
 
 class RolloutInstance:
-    """A vLLM engine holding ``kv_cache_gib`` GiB of KV cache and at most
-    ``max_num_seqs`` running sequences.
+    """A vLLM engine holding ``kv_cache_gib`` GiB of KV cache (or exactly ``kv_blocks`` KV
+    blocks, vLLM's ``num_gpu_blocks_override``) and at most ``max_num_seqs`` running sequences.
 
     Raises at construction if vLLM cannot load ``model_path``.
     """
 
     def __init__(self, instance_id: int, model_path: str, max_model_len: int, max_num_seqs: int, seed: int,
-                 draft_server=None, gamma_max: int = 8, kv_cache_gib: int | None = None):
+                 draft_server=None, gamma_max: int = 8, kv_cache_gib: int | None = None,
+                 kv_blocks: int | None = None):
         from vllm import AsyncEngineArgs
         from vllm.platforms import current_platform
         from vllm.v1.engine.async_llm import AsyncLLM
@@ -56,16 +57,20 @@ class RolloutInstance:
             # On CPU the KV budget is VLLM_CPU_KVCACHE_SPACE (set by start_instances); on a
             # GPU it is given in bytes so the engine does not claim 90% of the device.
             kv_cache_memory_bytes=(kv_cache_gib * 2**30 if kv_cache_gib and not current_platform.is_cpu() else None),
+            num_gpu_blocks_override=kv_blocks,
         )
         self.engine = AsyncLLM.from_engine_args(args)
 
     def ready(self) -> dict[str, Any]:
         """Cheap liveness probe: id, pid, the Ray node id (hex) it runs on, the loaded
-        policy version and the KV block size."""
+        policy version, the KV block size and the KV cache's size in tokens (the blocks
+        vLLM allocated, less its one null block)."""
         import ray
 
+        blocks = self.engine.vllm_config.cache_config.num_gpu_blocks or 0
         return {"instance": self.instance_id, "pid": os.getpid(), "node_id": ray.get_runtime_context().get_node_id(),
-                "policy_version": self.policy_version, "kv_block_tokens": self.kv_block_tokens}
+                "policy_version": self.policy_version, "kv_block_tokens": self.kv_block_tokens,
+                "kv_cache_tokens": max(0, blocks - 1) * self.kv_block_tokens}
 
     async def generate_chunk(self, request_id: str, group_id: int, prompt_token_ids: list[int],
                              generated: list[int], max_tokens: int, seed: int,
@@ -160,7 +165,8 @@ class RolloutInstance:
 
 
 def start_instances(n: int, model_path: str, max_model_len: int, max_num_seqs: int, seed: int,
-                    kv_cache_gib: int, draft_server=None, num_cpus: float = 0.5, first_id: int = 0) -> list:
+                    kv_cache_gib: int, draft_server=None, num_cpus: float = 0.5, first_id: int = 0,
+                    kv_blocks: int | None = None) -> list:
     """Start ``n`` RolloutInstance Ray actors (ids ``first_id..first_id+n-1``) and wait until
     each engine is up; with a ``draft_server`` handle they run grouped speculative decoding.
 
@@ -178,7 +184,8 @@ def start_instances(n: int, model_path: str, max_model_len: int, max_num_seqs: i
     handles = [
         actor_cls.options(num_cpus=num_cpus, num_gpus=gpus, runtime_env={"env_vars": env}, name=None,
                           scheduling_strategy="SPREAD")
-        .remote(i, model_path, max_model_len, max_num_seqs, seed + i, draft_server, kv_cache_gib=kv_cache_gib)
+        .remote(i, model_path, max_model_len, max_num_seqs, seed + i, draft_server, kv_cache_gib=kv_cache_gib,
+                kv_blocks=kv_blocks)
         for i in range(first_id, first_id + n)
     ]
     for info in ray.get([h.ready.remote() for h in handles]):

@@ -13,11 +13,16 @@ from dataclasses import dataclass
 from umbra.rollout.batch import RolloutBatch, Sample
 from umbra.rollout.capacity import concurrency_cap
 from umbra.rollout.instance_pool import InstancePool
+from umbra.rollout.policies.kv_ledger import KVBudget
 from umbra.rollout.metrics import engine_metrics, policy_counters, request_records, rollout_metrics
 from umbra.rollout.request import make_groups
 from umbra.rollout.runner import run_rollout
 
 log = logging.getLogger(__name__)
+
+KV_HEADROOM = 0.02   # of each engine's KV blocks kept out of the ledger (block rounding, shared-prompt timing)
+SPEC_LOOKAHEAD = 8   # draft slots vLLM reserves per running sequence (the proposer's gamma_max)
+UNLIMITED = 1 << 30  # "engine" admission: the whole share goes to the engine at once
 
 
 class OffPolicyError(RuntimeError):
@@ -92,6 +97,28 @@ class RolloutManager:
 
         return int(ray.get(self.instances[0].ready.remote())["kv_block_tokens"])
 
+    def kv_budget(self) -> KVBudget:
+        """The instances' KV caches as a policy's ledger sees them: each engine's own block
+        count (``ready()``), less ``KV_HEADROOM``; with speculation every running sequence
+        also holds ``SPEC_LOOKAHEAD`` slots."""
+        import ray
+
+        infos = ray.get([h.ready.remote() for h in self.instances])
+        block = int(infos[0]["kv_block_tokens"])
+        tokens = [int(i["kv_cache_tokens"] * (1 - KV_HEADROOM)) // block * block for i in infos]
+        return KVBudget(tokens, block, SPEC_LOOKAHEAD if self.draft_server is not None else 0)
+
+    def limits(self, policy, shape: RolloutShape) -> tuple[list[int], KVBudget | None]:
+        """``(capacities, kv)`` for ``policy.reset`` by its admission rule (``Policy.admission``):
+        the worst-case cap; the engines' sequence limit plus their KV budget; or no limit at all
+        (the engine's scheduler decides, veRL's way)."""
+        n = len(self.instances)
+        if policy.admission == "engine":
+            return [UNLIMITED] * n, None
+        if policy.admission == "kv":
+            return [shape.max_num_seqs] * n, self.kv_budget()
+        return [shape.capacity] * n, None
+
     def replace_dead_instances(self, iteration: int) -> list[int]:
         """Replace every instance that does not answer a liveness probe; returns their indices
         (they hold the initial weights until the caller syncs them)."""
@@ -114,8 +141,8 @@ class RolloutManager:
         policy, s = policy or self.policy, shape or self.shape
         groups = make_groups(prompts, s.group_size, s.max_tokens, seed, s.temperature)
         before = self.pool.counters()
-        requests, start, end = run_rollout(policy, self.instances, groups, [s.capacity] * len(self.instances),
-                                           self.draft_server)
+        capacities, kv = self.limits(policy, s)
+        requests, start, end = run_rollout(policy, self.instances, groups, capacities, self.draft_server, kv)
         notes, self._notes = self._notes, []
         for i in policy.lost_instances:
             before[i] = dict.fromkeys(before[i], 0.0)  # its replacement counts from 0
@@ -132,7 +159,8 @@ class RolloutManager:
         batch.metrics.update(engine_metrics(before, self.pool.counters()))
         batch.trace = request_records(requests, start)
         batch.trace_meta = {"policy": policy.name, "instances": len(self.instances), "capacity": s.capacity,
-                            "kv_cache_gib": s.kv_cache_gib, "max_tokens": s.max_tokens}
+                            "admission": policy.admission, "kv_cache_gib": s.kv_cache_gib,
+                            "max_tokens": s.max_tokens}
         return batch
 
     def load_weights(self, source, version: int, only: list[int] | None = None) -> list:

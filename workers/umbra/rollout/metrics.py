@@ -90,9 +90,12 @@ def rollout_metrics(requests: list[Request], start_s: float, end_s: float, num_i
 
 
 def policy_counters(policy) -> dict[str, float]:
-    """Migrations counted by a chunking policy (0 for others), the instances lost during
-    the rollout and the chunks that were running on them and ran again elsewhere."""
+    """Migrations counted by a chunking policy (0 for others), parked requests whose KV its
+    ledger gave up, the instances lost during the rollout and the chunks that were running
+    on them and ran again elsewhere."""
+    ledger = getattr(policy, "ledger", None)
     return {"rollout/migrations": float(getattr(policy, "migrations", 0)),
+            "rollout/kv_given_up": float(ledger.given_up if ledger is not None else 0),
             "rollout/instances_lost": float(len(getattr(policy, "lost_instances", ()))),
             "rollout/redispatched_chunks": float(getattr(policy, "redispatched", 0))}
 

@@ -10,10 +10,11 @@ log = logging.getLogger(__name__)
 
 
 def run_rollout(policy, instances: list, groups: list[list[Request]], capacities: list[int],
-                draft_server=None) -> tuple[list[Request], float, float]:
+                draft_server=None, kv=None) -> tuple[list[Request], float, float]:
     """Run every request of ``groups`` to completion as ``policy`` dispatches its chunks.
 
-    ``capacities[i]``: most concurrent requests on instance ``i``. With ``draft_server``
+    ``capacities[i]``: most concurrent requests on instance ``i``; ``kv``: the instances' KV
+    budget for a policy that admits by KV (see ``Policy.admission``). With ``draft_server``
     (grouped speculative decoding) each finished chunk's tokens feed its group's structure.
     Returns ``(finished requests in group order, start_s, end_s)``.
 
@@ -26,7 +27,7 @@ def run_rollout(policy, instances: list, groups: list[list[Request]], capacities
     import ray
     from ray.exceptions import ActorUnavailableError, RayActorError
 
-    policy.reset(groups, capacities)
+    policy.reset(groups, capacities, kv)
     if draft_server is not None:
         ray.get([draft_server.reset.remote()] + [inst.reset_drafts.remote() for inst in instances])
     start = time.time()

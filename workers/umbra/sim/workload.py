@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass, field
 
 from umbra.sim.request import SimRequest
+from umbra.sim.hardware import ENGINES
 from umbra.sim.step_model import StepModel
 
 
@@ -65,8 +66,8 @@ def with_cluster(w: Workload, instances: int | None = None, kv_tokens: int | Non
 @dataclass(frozen=True)
 class Preset:
     """A workload shape: Seer Table 3's instance count, requests per iteration, max and mean
-    output tokens; the engine numbers (``kv_tokens``, ``max_batch``, ``step``) are our
-    order-of-magnitude assumptions for one multi-GPU instance, not the paper's."""
+    output tokens, our prompt length; the engine numbers (``kv_tokens``, ``max_batch``,
+    ``step``) are derived from public hardware and model facts in :mod:`umbra.sim.hardware`."""
 
     instances: int
     requests: int
@@ -78,19 +79,15 @@ class Preset:
     step: StepModel
 
 
-# Engine assumptions per instance (H800-class GPUs, bf16 KV): KV tokens = free HBM / KV bytes
-# per token (MLA latents are replicated across tensor-parallel ranks, GQA heads are sharded);
-# step = memory-bound decode: a fixed cost, a small cost per sequence, the KV read per
-# context token; prefill ~ 2 x active parameters FLOPs per token at ~40% of peak. Moonlight (MLA, ~31 KB/token, TP8): 2M tokens. Qwen2-VL-72B (GQA, ~41 KB
-# per token per rank at TP8): 1.5M. Kimi-K2 (MLA, ~70 KB/token, attention data-parallel
-# over a 32-GPU instance): 4M.
+def _preset(name: str, instances: int, requests: int, max_tokens: int, mean_tokens: int, prompt_tokens: int) -> Preset:
+    e = ENGINES[name]
+    return Preset(instances, requests, max_tokens, mean_tokens, prompt_tokens, e.kv_tokens, e.max_batch, e.step)
+
+
 PRESETS: dict[str, Preset] = {
-    "moonlight": Preset(32, 3200, 65_536, 22_386, 1_024, 2_000_000, 256,
-                        StepModel(c0=0.012, c_seq=5e-5, c_ctx=2.5e-9, c_prefill=2e-6)),
-    "qwen2-vl-72b": Preset(16, 9600, 40_960, 7_615, 2_048, 1_500_000, 256,
-                           StepModel(c0=0.025, c_seq=1.5e-4, c_ctx=6e-9, c_prefill=4.5e-5)),
-    "kimi-k2": Preset(8, 6400, 98_304, 38_959, 1_024, 4_000_000, 256,
-                      StepModel(c0=0.035, c_seq=1e-4, c_ctx=2.5e-9, c_prefill=5e-6)),
+    "moonlight": _preset("moonlight", 32, 3200, 65_536, 22_386, 1_024),
+    "qwen2-vl-72b": _preset("qwen2-vl-72b", 16, 9600, 40_960, 7_615, 2_048),
+    "kimi-k2": _preset("kimi-k2", 8, 6400, 98_304, 38_959, 1_024),
 }
 
 

@@ -84,6 +84,8 @@ METRICS: tuple[Metric, ...] = (
     _m("rollout/preemptions", SCHED, "preemptions", "", "lower", "requests the engines preempted (KV full)"),
     _m("rollout/migrations", SCHED, "migrations", "", "lower",
        "chunks moved to another instance than their request's last (divided rollout)"),
+    _m("rollout/kv_given_up", SCHED, "KV given up", "", "lower",
+       "parked requests whose KV the policy's ledger gave up (their next chunk re-prefills)", dashboard=False),
     _m("rollout/reprefill_tokens", SCHED, "re-prefilled tokens", "tokens", "lower",
        "context tokens recomputed by later chunks (partial KV blocks, migrations)"),
     _m("rollout/chunks", SCHED, "chunks", "", "none", "chunks run in the rollout", dashboard=False),

@@ -8,7 +8,7 @@ refused, no NUL characters (PostgreSQL text cannot hold them), finite numbers, b
 from __future__ import annotations
 
 import math
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -78,6 +78,8 @@ class TraceMeta(BaseModel):
     capacity: int = Field(ge=1, le=INT32)  # most concurrent requests per instance (from the KV budget)
     kv_cache_gib: int = Field(ge=1, le=INT32)
     max_tokens: int = Field(ge=1, le=INT32)
+    # how the policy was admitted (Policy.admission): worst-case cap, KV ledger, or the engine
+    admission: Literal["cap", "kv", "engine"] = "cap"
 
 
 class TraceIn(BaseModel):

@@ -8,30 +8,39 @@ from umbra.rollout.request import Request
 
 @dataclass(frozen=True)
 class Dispatch:
-    """Run ``request`` on ``instance`` for at most ``max_tokens`` more tokens (one chunk)."""
+    """Run ``request`` on ``instance`` for at most ``max_tokens`` more tokens (one chunk).
+    ``kv_resident``: the policy's KV ledger holds the request's context there (None: the
+    policy keeps no ledger)."""
 
     request: Request
     instance: int
     max_tokens: int
+    kv_resident: bool | None = None
 
 
 class Policy:
     """Base class. The driver calls ``reset`` once per rollout, then alternates
     ``next_dispatches`` (whenever slots are free) and ``on_chunk_done``.
 
-    ``capacities[i]`` is the most requests instance ``i`` may run at once, derived
-    from its KV budget so that the engine never preempts.
+    ``capacities[i]`` is the most requests instance ``i`` may run at once. ``admission``
+    says what the caller puts there: ``"cap"`` — a worst-case cap from the KV budget
+    (every running request may grow to the longest context), so the engine never preempts;
+    ``"kv"`` — the engine's sequence limit, the policy admitting by the KV it is given
+    (``kv``, a :class:`~umbra.rollout.policies.kv_ledger.KVBudget`); ``"engine"`` — no
+    limit: the engine's own scheduler admits and preempts (veRL's way).
     """
 
     name = "base"
     chunked = False
+    admission = "cap"
 
-    def reset(self, groups: list[list[Request]], capacities: list[int]) -> None:
+    def reset(self, groups: list[list[Request]], capacities: list[int], kv=None) -> None:
         if not capacities or min(capacities) < 1:
             raise ValueError("every instance needs a capacity >= 1")
         if any(r.done or r.num_generated for g in groups for r in g):
             raise ValueError("a rollout needs fresh requests (make_groups again)")
         self.groups = groups
+        self.kv = kv
         self.capacities = list(capacities)
         self.running = [0] * len(capacities)
         self.outstanding = sum(len(g) for g in groups)
@@ -73,9 +82,9 @@ class Policy:
     def _requeue(self, request: Request) -> None:
         raise NotImplementedError(f"{self.name} runs requests whole; a request came back unfinished")
 
-    def _start(self, request: Request, instance: int, max_tokens: int) -> Dispatch:
+    def _start(self, request: Request, instance: int, max_tokens: int, kv_resident: bool | None = None) -> Dispatch:
         self.running[instance] += 1
-        return Dispatch(request, instance, max_tokens)
+        return Dispatch(request, instance, max_tokens, kv_resident)
 
     def _dispatch_in_order(self, queue) -> list[Dispatch]:
         """Whole requests from the front of ``queue`` (a deque), each to the least-loaded

@@ -12,8 +12,8 @@ class RequestLBPolicy(Policy):
 
     name = "request-lb"
 
-    def reset(self, groups, capacities) -> None:
-        super().reset(groups, capacities)
+    def reset(self, groups, capacities, kv=None) -> None:
+        super().reset(groups, capacities, kv)
         self.queue = deque(r for g in groups for r in g)
 
     def next_dispatches(self) -> list[Dispatch]:

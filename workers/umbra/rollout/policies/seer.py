@@ -1,4 +1,5 @@
-"""Seer's rollout policy: divided rollout + context-aware scheduling (Seer §3-4, Alg. 2).
+"""Seer's rollout policy: divided rollout + context-aware scheduling (Seer §3.2-3.3, Alg. 2),
+placed by a KV ledger.
 
 Each switch can be turned off for ablations: ``divided=False`` runs requests whole,
 ``context_aware=False`` dispatches in first-in-first-out order.
@@ -9,32 +10,56 @@ import heapq
 from collections import deque
 
 from umbra.rollout.policies.base import Dispatch, Policy
+from umbra.rollout.policies.kv_ledger import KVBudget, KVLedger
 from umbra.rollout.request import Request
 
 
 class SeerPolicy(Policy):
     """Divided rollout with context-aware scheduling.
 
-    Divided rollout: a request runs ``chunk_tokens`` at a time
-    (``max_tokens = min(chunk_tokens, original_max - generated)``) and returns to the
-    global buffer after each chunk. The buffer is ordered by priority but keyed by the
-    request's last instance: a free slot on instance ``i`` takes the best of the fresh
-    requests and of those whose KV is cached on ``i`` (prefix-cache affinity). Only when
-    neither exists does ``i`` take the best request cached elsewhere, from an instance
-    running at least ``affinity_spread`` more requests than ``i`` (a migration: the new
-    instance re-prefills prompt + generated tokens), so load stays balanced.
+    Divided rollout (Seer §3.2): a request runs ``chunk_tokens`` at a time
+    (``max_tokens = min(chunk_tokens, original_max - generated)``) and goes back to the
+    request buffer after each chunk: every chunk end is a decision point.
 
-    Context-aware scheduling (Alg. 2): the first request of each group is its
-    speculative request, kept on a high-priority queue served shortest-generated-first;
-    a group's length estimate is the longest completed response so far (unknown =
-    ``max_tokens``); the other requests go longest-estimate-first. Anti-starvation: a
-    request that has waited ``starvation_limit`` dispatches is served next.
+    Context-aware scheduling (Seer Alg. 2): one decision at a time over the whole buffer,
+    started requests and new ones alike. The first request of each group is its
+    speculative (probe) request; probes go first, fewest generated tokens first. The rest
+    go by the largest group length estimate: the longest completed response of the group
+    so far, ``max_tokens`` while none completed.
+
+    Placement by KV (Seer §3.2; the ledger is ours, since we have no global KV pool): with
+    a :class:`KVBudget` a chunk starts only where its KV fits now
+    (:class:`~umbra.rollout.policies.kv_ledger.KVLedger`); a request parked between chunks
+    keeps its KV on its instance, so its next chunk goes there (affinity). Without a
+    budget, ``capacities`` alone bound each instance (the worst-case cap).
+
+    Ours, where the paper is silent:
+    - ``estimate_floor``: a request that has generated more than its group's estimate is
+      ranked by what it has generated (the open question in SEER.md).
+    - Tie-break among equal estimates: a started request before a new one (its KV is held
+      and it frees it sooner), then first come.
+    - A new request is admitted only while the instance keeps a growth reserve free for its
+      residents (``growth_reserve``): True, one chunk per parked request; ``"estimate"``,
+      what every resident still adds if it ends at its group's estimate (none given up, at
+      the cost of concurrency); False, none.
+    - A waiting resident whose growth does not fit gives up the KV of parked requests ranked
+      strictly below it on its instance (lowest first; counted in ``kv_given_up``); a new
+      request never evicts a started one.
+    - When the best new request fits nowhere, no later new request overtakes it (longest
+      first holds), but parked requests that fit their instance still run (backfill).
+    - A move to another instance only when that instance would otherwise leave slots
+      idle, and only from an instance running ``affinity_spread`` more chunks; it is
+      counted in ``migrations`` and re-prefills the context there.
+    - An instance with nothing running whose best parked request cannot grow gives up its
+      lowest-ranked parked requests' KV until it can, equals included.
+    - Anti-starvation: a request that has waited ``starvation_limit`` decisions goes first.
     """
 
     name = "seer"
 
     def __init__(self, chunk_tokens: int = 64, divided: bool = True, context_aware: bool = True,
-                 affinity_spread: int = 1, starvation_limit: int = 10_000, kv_block_tokens: int = 1):
+                 affinity_spread: int = 1, starvation_limit: int = 10_000, kv_block_tokens: int = 1,
+                 estimate_floor: bool = True, growth_reserve: bool | str = True):
         if chunk_tokens < 1:
             raise ValueError("chunk_tokens must be >= 1")
         if kv_block_tokens < 1:
@@ -42,19 +67,28 @@ class SeerPolicy(Policy):
         self.kv_block_tokens = kv_block_tokens
         self.chunk_tokens = chunk_tokens
         self.chunked = divided
+        self.admission = "kv" if divided else "cap"
         self.context_aware = context_aware
         self.affinity_spread = affinity_spread
         self.starvation_limit = starvation_limit
+        self.estimate_floor = estimate_floor
+        self.growth_reserve = growth_reserve
 
-    def reset(self, groups, capacities) -> None:
-        super().reset(groups, capacities)
+    def reset(self, groups, capacities, kv: KVBudget | None = None) -> None:
+        super().reset(groups, capacities, kv)
+        self.ledger = KVLedger(kv) if kv is not None and self.chunked else None
+        if self.ledger is not None:
+            longest = max((r.prompt_len + r.max_tokens for g in groups for r in g), default=0)
+            if any(0 < c < self.ledger._blocks(longest) for c in self.ledger.capacity):
+                raise ValueError(f"a request may hold {longest} tokens, more than an instance's KV cache")
         self.estimate: dict[int, int | None] = {g[0].group_id: None for g in groups if g}
         self.speculative = {g[0].request_id for g in groups if g} if self.context_aware else set()
         self.members = {g[0].group_id: g for g in groups if g}
+        self.by_id = {r.request_id: r for g in groups for r in g}
         self.migrations = 0
-        self.tick = 0      # dispatches so far (the anti-starvation clock)
-        self.counter = 0   # heap entry serial: FIFO among equal keys, marks stale entries
-        self.heaps: dict[int | None, list[tuple]] = {None: []}  # home instance (None: fresh) -> entries
+        self.tick = 0      # decisions so far (the anti-starvation clock)
+        self.counter = 0   # heap entry serial: first come among equal keys; marks stale entries
+        self.heaps: dict[int | None, list[tuple]] = {None: []}  # None: fresh; i: parked on instance i
         self.arrivals: deque[tuple[int, Request]] = deque()
         self.entered: dict[str, int] = {}  # waiting request_id -> tick it (re)entered the buffer
         self.entry: dict[str, int] = {}    # waiting request_id -> serial of its live heap entry
@@ -67,17 +101,18 @@ class SeerPolicy(Policy):
         if not self.context_aware:
             return (0,)
         if r.request_id in self.speculative:
-            return (0, r.num_generated)  # shortest-generated-first
+            return (0, r.num_generated)  # probes: fewest generated first
         est = self.estimate[r.group_id]
         est = r.max_tokens if est is None else est
-        if r.num_generated:  # started: its next chunk goes before any new request (no preemption)
-            return (1, -max(est, r.num_generated), -r.num_generated)
-        return (2, -est)  # new requests longest-estimate-first
+        if self.estimate_floor:
+            est = max(est, r.num_generated)
+        return (1, -est, 0 if r.num_generated else 1)
 
     def _home(self, r: Request) -> int | None:
-        """The heap ``r`` waits in: its last instance, or the fresh heap when it has none
-        or that instance is lost (its KV cache went with it)."""
-        last = r.last_instance
+        """Where ``r`` waits: the instance holding its KV, or None (fresh: no KV anywhere)."""
+        if self.ledger is not None:
+            return self.ledger.home(r.request_id)
+        last = r.last_instance  # no ledger: the prefix cache of its last instance, if alive
         return last if last is not None and self.capacities[last] > 0 else None
 
     def _push(self, r: Request) -> None:
@@ -95,31 +130,33 @@ class SeerPolicy(Policy):
         del self.entry[r.request_id]
         return r
 
+    def _live(self, e: tuple) -> bool:
+        return self.entry.get(e[2].request_id) == e[1]
+
     def _top(self, home: int | None) -> tuple | None:
         """Best live entry of ``home``'s heap (stale entries dropped), or None."""
         heap = self.heaps.get(home)
-        while heap and self.entry.get(heap[0][2].request_id) != heap[0][1]:
+        while heap and not self._live(heap[0]):
             heapq.heappop(heap)
         return heap[0] if heap else None
 
-    def _pop_for(self, inst: int) -> Request | None:
-        """The request a free slot on ``inst`` runs next (see the class doc), or None."""
-        # Anti-starvation first: the oldest waiter, if it has waited too long.
+    def _pop(self, e: tuple) -> Request:
+        r = e[2]
+        heap = self.heaps[self._home(r)]
+        if heap and heap[0] is e:
+            heapq.heappop(heap)
+        else:  # not at the top (a starved waiter): leave a stale entry behind
+            pass
+        return self._take(r)
+
+    def _starved(self) -> tuple | None:
+        """The oldest waiter's live entry when it has waited ``starvation_limit`` decisions."""
         while self.arrivals and self.entered.get(self.arrivals[0][1].request_id) != self.arrivals[0][0]:
             self.arrivals.popleft()  # stale: dispatched since, or re-queued later
         if self.arrivals and self.tick - self.arrivals[0][0] >= self.starvation_limit:
-            return self._take(self.arrivals.popleft()[1])
-        local = [e for e in (self._top(None), self._top(inst)) if e is not None]
-        if not local:  # steal from a busier instance's backlog
-            local = [e for h in self.heaps if h is not None and h != inst
-                     and self.running[h] - self.running[inst] >= self.affinity_spread
-                     for e in (self._top(h),) if e is not None]
-        if not local:
-            return None
-        best = min(local, key=lambda e: (e[0], e[1]))
-        r = best[2]
-        heapq.heappop(self.heaps[self._home(r)])
-        return self._take(r)
+            r = self.arrivals[0][1]
+            return (self._key(r), self.entry[r.request_id], r)
+        return None
 
     def _update_estimate(self, group_id: int, length: int) -> None:
         """A response of the group completed: raise its estimate and re-key its waiters."""
@@ -147,30 +184,170 @@ class SeerPolicy(Policy):
         return budget - (end - 1) % block
 
     # -- placement ------------------------------------------------------------
-    def next_dispatches(self) -> list[Dispatch]:
-        out = []
-        blocked: set[int] = set()  # instances with a free slot but nothing they may take
-        while self.entered:
-            free = [i for i in range(len(self.capacities))
-                    if self.running[i] < self.capacities[i] and i not in blocked]
-            if not free:
-                break
-            inst = max(free, key=lambda i: (self.capacities[i] - self.running[i], -i))
-            r = self._pop_for(inst)
-            if r is None:
-                blocked.add(inst)
+    def _slot(self, i: int) -> bool:
+        return self.running[i] < self.capacities[i]
+
+    def _reserve(self, i: int) -> int:
+        """Blocks kept free on ``i`` for its parked requests' next chunks (ours)."""
+        led = self.ledger
+        if self.growth_reserve == "estimate":
+            return self._expected_growth(i)
+        return led.n_parked[i] * -(-self.chunk_tokens // led.block) if self.growth_reserve else 0
+
+    def _expected_growth(self, i: int) -> int:
+        """Blocks the residents of ``i`` will still add if each ends at its group's estimate."""
+        led, total = self.ledger, 0
+        for rid in led.on[i]:
+            res, r = led.residents[rid], self.by_id[rid]
+            est = self.estimate[r.group_id]
+            final = r.max_tokens if est is None else max(est, r.num_generated + 1)
+            total += max(0, led._private(r, i, r.prompt_len + min(final, r.max_tokens)) - res.private)
+        return total
+
+    def _place_fresh(self, r: Request) -> int | None:
+        """Instance for a request with no KV anywhere: a free slot and, with a ledger, room for
+        its chunk above the growth reserve; the most free KV (else free slots) first."""
+        budget = self.chunk_budget(r)
+        best, best_key = None, None
+        for i in range(len(self.capacities)):
+            if not self._slot(i):
                 continue
-            last = self._home(r)
-            if last is not None and last != inst:
-                if self.running[last] < self.capacities[last] and last not in blocked:
-                    inst = last  # a starved request whose own instance has room stays there
-                else:
-                    self.migrations += 1  # its context is re-prefilled there (measured by the instances)
-            self.tick += 1
-            out.append(self._start(r, inst, self.chunk_budget(r)))
+            if self.ledger is not None:
+                if not self.ledger.fits(r, i, budget, self._reserve(i)):
+                    continue
+                key = (self.ledger.free(i) - self._reserve(i), self.capacities[i] - self.running[i], -i)
+            else:
+                key = (self.capacities[i] - self.running[i], -i)
+            if best_key is None or key > best_key:
+                best, best_key = i, key
+        return best
+
+    def _fits_home(self, r: Request, i: int) -> bool:
+        return self._slot(i) and (self.ledger is None or self.ledger.fits(r, i, self.chunk_budget(r)))
+
+    def _dispatch(self, r: Request, inst: int) -> Dispatch:
+        budget = self.chunk_budget(r)
+        resident = None
+        if self.ledger is not None:
+            resident = self.ledger.home(r.request_id) == inst or (self.ledger.budget.shared_kv and r.num_generated > 0)
+            if self.ledger.start(r, inst, budget) and not self.ledger.budget.shared_kv:
+                self.migrations += 1  # its context is re-prefilled there (measured by the instances)
+        else:
+            last = r.last_instance
+            if last is not None and last != inst and self.capacities[last] > 0:
+                self.migrations += 1
+        self.tick += 1
+        return self._start(r, inst, budget, resident)
+
+    def next_dispatches(self) -> list[Dispatch]:
+        out: list[Dispatch] = []
+        while self.entered and any(self._slot(i) for i in range(len(self.capacities))):
+            d = self._decide()
+            if d is None:
+                d = self._migrate() or self._give_up_and_decide()
+            if d is None:
+                break
+            out.append(d)
         return out
 
+    def _decide(self) -> Dispatch | None:
+        """One Alg. 2 decision: the best waiter that can start now, or None."""
+        starved = self._starved()
+        if starved is not None:
+            r = starved[2]
+            home = self._home(r)
+            inst = home if home is not None and self._fits_home(r, home) else (
+                self._place_fresh(r) if home is None else None)
+            if inst is not None:
+                return self._dispatch(self._pop(starved), inst)
+        fresh_blocked = False
+        tops = []
+        for h in self.heaps:
+            e = self._top(h)
+            if e is not None:
+                tops.append((e[0], e[1], h, e))
+        for key, serial, h, e in sorted(tops, key=lambda t: (t[0], t[1])):
+            r = e[2]
+            if h is None:
+                if fresh_blocked:
+                    continue
+                inst = self._place_fresh(r)
+                if inst is None:
+                    fresh_blocked = True  # no later new request overtakes it
+                    continue
+            else:
+                if not self._slot(h) or not (self._fits_home(r, h) or self._make_room(h, e)):
+                    continue
+                inst = h
+            return self._dispatch(self._pop(e), inst)
+        return None
+
+    def _make_room(self, i: int, e: tuple) -> bool:
+        """Give up the KV of parked requests on ``i`` ranked below ``e`` (lowest first) until
+        ``e``'s chunk fits there; True when it then fits. Nothing is given up when even all of
+        them would not make room (ours: Alg. 2's order decides whose KV stays)."""
+        led = self.ledger
+        if led is None or not self._slot(i) or not led.n_parked[i]:
+            return False
+        r = e[2]
+        need = led.need(r, i, self.chunk_budget(r))
+        # strictly lower ranked: equals (e.g. all groups still unknown) never evict each other
+        lower = [x for x in self.heaps.get(i, ()) if self._live(x) and x[0] > e[0]]
+        if need > led.free(i) + sum(led.residents[x[2].request_id].private for x in lower):
+            return False
+        for x in sorted(lower, key=lambda x: (x[0], x[1]), reverse=True):
+            if led.fits(r, i, self.chunk_budget(r)):
+                break
+            led.give_up(x[2])
+            self._push(x[2])  # now fresh: it waits in the fresh heap (its old entry goes stale)
+        return led.fits(r, i, self.chunk_budget(r))
+
+    def _migrate(self) -> Dispatch | None:
+        """Move the best parked request of a busier instance to one that has free slots and
+        room but nothing it may take (ours)."""
+        for j in range(len(self.capacities)):
+            if not self._slot(j):
+                continue
+            cands = []
+            for h, _ in list(self.heaps.items()):
+                if h is None or h == j or self.running[h] - self.running[j] < self.affinity_spread:
+                    continue
+                e = self._top(h)
+                if e is None or self._fits_home(e[2], h):
+                    continue
+                r = e[2]
+                if self.ledger is None or self.ledger.fits(r, j, self.chunk_budget(r), self._reserve(j)):
+                    cands.append(e)
+            if cands:
+                e = min(cands, key=lambda e: (e[0], e[1]))
+                return self._dispatch(self._pop(e), j)
+        return None
+
+    def _give_up_and_decide(self) -> Dispatch | None:
+        """An instance with nothing running and parked requests that cannot grow gives up the
+        KV of its lowest-ranked parked requests until its best one fits (ours)."""
+        if self.ledger is None:
+            return None
+        for i in range(len(self.capacities)):
+            if self.running[i] or not self._slot(i) or not self.ledger.n_parked[i]:
+                continue
+            best = self._top(i)
+            if best is None:
+                continue
+            parked = sorted((e for e in self.heaps[i] if self._live(e)), key=lambda e: (e[0], e[1]), reverse=True)
+            for e in parked:
+                if self.ledger.fits(best[2], i, self.chunk_budget(best[2])) or e is best:
+                    break
+                r = e[2]
+                self.ledger.give_up(r)
+                self._push(r)  # now fresh: it waits in the fresh heap (its old entry goes stale)
+            if self.ledger.fits(best[2], i, self.chunk_budget(best[2])):
+                return self._dispatch(self._pop(best), i)
+        return None
+
     def on_chunk_done(self, request: Request, instance: int) -> None:
+        if self.ledger is not None:
+            self.ledger.chunk_done(request)
         if request.done:
             self._update_estimate(request.group_id, request.num_generated)
         super().on_chunk_done(request, instance)
@@ -179,9 +356,11 @@ class SeerPolicy(Policy):
         self._enqueue(request)
 
     def on_instance_lost(self, instance: int, in_flight: list[Request]) -> None:
-        """Seer's buffer re-homes the lost instance's waiting requests to the fresh heap
-        (their cached KV is gone), then takes back its in-flight chunks."""
-        stranded = [e[2] for e in self.heaps.pop(instance, []) if self.entry.get(e[2].request_id) == e[1]]
+        """The lost instance's parked requests lose their KV: they wait as fresh requests;
+        its in-flight chunks come back the same way."""
+        if self.ledger is not None:
+            self.ledger.lose(instance)
+        stranded = [e[2] for e in self.heaps.pop(instance, []) if self._live(e)]
         super().on_instance_lost(instance, in_flight)  # in-flight ones come back through _requeue
         for r in stranded:
             self._push(r)  # same tick of entry: only its heap changes

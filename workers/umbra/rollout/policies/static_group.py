@@ -1,4 +1,4 @@
-"""The veRL-style baseline."""
+"""Group-split baselines: ``static-group`` (capped) and ``verl`` (the peer as it runs)."""
 from __future__ import annotations
 
 from collections import deque
@@ -12,8 +12,8 @@ class StaticGroupPolicy(Policy):
 
     name = "static-group"
 
-    def reset(self, groups, capacities) -> None:
-        super().reset(groups, capacities)
+    def reset(self, groups, capacities, kv=None) -> None:
+        super().reset(groups, capacities, kv)
         self.queues = [deque() for _ in capacities]
         for g, group in enumerate(groups):
             self.queues[g % len(capacities)].extend(group)
@@ -39,3 +39,13 @@ class StaticGroupPolicy(Policy):
     def _return(self, request) -> None:
         self.queues[self.alive[self.dealt % len(self.alive)]].append(request)
         self.dealt += 1
+
+
+class VerlPolicy(StaticGroupPolicy):
+    """veRL as it runs (the Seer paper's baseline): the iteration's groups split evenly over
+    the instances, each instance's whole share submitted to vLLM at once; vLLM's own
+    scheduler (its ``max_num_seqs`` and KV budget) admits and, under KV pressure,
+    preempts (the preempted request's context is recomputed when it resumes)."""
+
+    name = "verl"
+    admission = "engine"

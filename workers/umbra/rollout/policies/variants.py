@@ -9,13 +9,13 @@ from umbra.rollout.policies import make_policy
 # Seer ablations: which switch each name turns off (divided alone = FIFO chunks, no speculation).
 SEER_VARIANTS = {"seer": {}, "seer-no-spec": {"spec": False}, "seer-no-context": {"context_aware": False},
                  "seer-no-divided": {"divided": False}, "seer-divided": {"context_aware": False, "spec": False}}
-BASELINES = ("static-group", "request-lb", "oracle-lfs")
-VARIANT_NAMES = ("static-group", "request-lb", "seer-divided", "seer-no-spec", "seer", "seer-no-context",
+BASELINES = ("verl", "static-group", "request-lb", "oracle-lfs")
+VARIANT_NAMES = ("verl", "static-group", "request-lb", "seer-divided", "seer-no-spec", "seer", "seer-no-context",
                  "seer-no-divided", "oracle-lfs")
 # What bench, sim and the what-if page compare unless told otherwise.
-DEFAULT_VARIANTS = ("static-group", "request-lb", "seer-no-spec", "seer", "oracle-lfs")
-# Seer Table 4's rows: baseline, + divided rollout, + context-aware scheduling, + grouped SD.
-ABLATION = (("static-group", "baseline (static-group)"), ("seer-divided", "+ divided rollout"),
+DEFAULT_VARIANTS = ("verl", "static-group", "request-lb", "seer-no-spec", "seer", "oracle-lfs")
+# Seer Table 4's rows: baseline (veRL), + divided rollout, + context-aware scheduling, + grouped SD.
+ABLATION = (("verl", "baseline (verl)"), ("seer-divided", "+ divided rollout"),
             ("seer-no-spec", "+ context-aware scheduling"), ("seer", "+ grouped speculative decoding"))
 
 
@@ -29,15 +29,22 @@ class Variant:
     spec: bool = False
 
 
-def variant(name: str, chunk_tokens: int, kv_block_tokens: int = 1) -> Variant:
+KV_RESERVES = ("chunk", "estimate", "none")
+
+
+def variant(name: str, chunk_tokens: int, kv_block_tokens: int = 1, kv_reserve: str = "chunk") -> Variant:
     """Resolve one of :data:`VARIANT_NAMES`; seer variants align chunk ends to
-    ``kv_block_tokens``. Raises ValueError for other names."""
+    ``kv_block_tokens`` and keep ``kv_reserve`` KV free for parked requests when admitting
+    a new one (``SeerPolicy.growth_reserve``). Raises ValueError for other names."""
+    if kv_reserve not in KV_RESERVES:
+        raise ValueError(f"unknown KV reserve '{kv_reserve}': use {', '.join(KV_RESERVES)}")
     if name in BASELINES:
         return Variant(name, name, {})
     if name not in SEER_VARIANTS:
         raise ValueError(f"unknown policy '{name}': use {', '.join(VARIANT_NAMES)}")
+    reserve = {"chunk": True, "estimate": "estimate", "none": False}[kv_reserve]
     opts = {"chunk_tokens": chunk_tokens, "divided": True, "context_aware": True,
-            "kv_block_tokens": kv_block_tokens, **SEER_VARIANTS[name]}
+            "kv_block_tokens": kv_block_tokens, "growth_reserve": reserve, **SEER_VARIANTS[name]}
     spec = opts.pop("spec", True)
     return Variant(name, "seer", opts, spec)
 
@@ -49,12 +56,19 @@ def build(v: Variant, lengths: dict[str, int] | None):
     return make_policy(v.policy, **v.options)
 
 
+# Baselines every row is compared with: policy name -> the suffix of its ratio columns.
+RATIO_BASES = (("verl", "verl"), ("static-group", "static"))
+
+
 def add_ratios(results: dict) -> None:
-    """Add ``throughput_vs_static`` and ``tail_vs_static`` (ratios to ``static-group``)
-    to every row of ``results`` (policy name -> row) in place."""
-    base = results.get("static-group")
-    for r in results.values():
-        if base:
-            r["throughput_vs_static"] = r["throughput_tok_s"] / base["throughput_tok_s"]
+    """Add ``throughput_vs_verl``/``tail_vs_verl`` and ``throughput_vs_static``/``tail_vs_static``
+    (ratios to ``verl`` and ``static-group``, where they ran) to every row of ``results``
+    (policy name -> row) in place."""
+    for base_name, suffix in RATIO_BASES:
+        base = results.get(base_name)
+        if not base:
+            continue
+        for r in results.values():
+            r[f"throughput_vs_{suffix}"] = r["throughput_tok_s"] / base["throughput_tok_s"]
             # a baseline without a tail (all requests end together) gives no meaningful ratio
-            r["tail_vs_static"] = r["tail_time_s"] / base["tail_time_s"] if base["tail_time_s"] > 1e-3 else None
+            r[f"tail_vs_{suffix}"] = r["tail_time_s"] / base["tail_time_s"] if base["tail_time_s"] > 1e-3 else None

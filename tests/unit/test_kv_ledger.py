@@ -1,0 +1,192 @@
+"""The KV ledger and Seer's Alg. 2 decisions over it (pure logic, a toy executor): the
+ledger never goes over capacity, every request completes exactly once with its tokens
+concatenated exactly, probes go first, a long group's new request overtakes a short
+group's started one, parked KV stays resident."""
+import heapq
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from umbra.rollout.policies import SeerPolicy, make_policy
+from umbra.rollout.policies.kv_ledger import KVBudget, KVLedger
+from umbra.rollout.request import make_groups
+
+
+def kv_rollout(policy, groups, slots, kv, true_len, check=None):
+    """Each chunk yields the next tokens of a fixed per-request sequence (token = position),
+    one time unit per token. ``check(policy)`` runs after every dispatch round. Returns the
+    dispatch log ``(request_id, instance, max_tokens, kv_resident)``."""
+    policy.reset(groups, slots, kv)
+    now, events, log, seq = 0.0, [], [], 0
+    while True:
+        for d in policy.next_dispatches():
+            r = d.request
+            assert 1 <= d.max_tokens <= r.remaining
+            start = len(r.output_token_ids)
+            n = min(d.max_tokens, true_len[r.request_id] - start)
+            reason = "stop" if start + n == true_len[r.request_id] else "length"
+            seq += 1
+            heapq.heappush(events, (now + max(n, 1), seq, r, d.instance, list(range(start, start + n)), reason))
+            log.append((r.request_id, d.instance, d.max_tokens, d.kv_resident))
+        if check:
+            check(policy)
+        if not events:
+            assert policy.finished, f"stalled with {policy.outstanding} left"
+            return log
+        now, _, r, inst, tokens, reason = heapq.heappop(events)
+        r.add_chunk(inst, tokens, reason, now - len(tokens), now)
+        policy.on_chunk_done(r, inst)
+
+
+def within_capacity(policy):
+    led = policy.ledger
+    for i, cap in enumerate(led.capacity):
+        assert 0 <= led.used[i] <= cap
+        assert policy.running[i] <= policy.capacities[i]
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(1, 5), st.integers(1, 6), st.integers(1, 3), st.integers(1, 60), st.sampled_from([1, 4, 16]),
+       st.booleans(), st.booleans(), st.integers(0, 10_000))
+def test_ledger_never_over_capacity_and_every_request_completes_once(n_groups, g_size, n_inst, max_tokens, block,
+                                                                     context_aware, shared_kv, seed):
+    rng = random.Random(seed)
+    prompts = [[1] * rng.randint(1, 40) for _ in range(n_groups)]
+    groups = make_groups(prompts, g_size, max_tokens, seed)
+    true_len = {r.request_id: rng.randint(1, max_tokens + 5) for g in groups for r in g}
+    longest = max(len(p) for p in prompts) + max_tokens
+    # from exactly one longest request per instance up to several
+    kv = KVBudget([-(-longest // block) * block * rng.randint(1, 4) for _ in range(n_inst)], block,
+                  shared_kv=shared_kv)
+    policy = SeerPolicy(chunk_tokens=rng.randint(1, 24), kv_block_tokens=block, context_aware=context_aware)
+    log = kv_rollout(policy, groups, [rng.randint(1, 6)] * n_inst, kv, true_len, within_capacity)
+    for g in groups:
+        for r in g:
+            want = min(true_len[r.request_id], max_tokens)
+            assert r.output_token_ids == list(range(want))  # no token added or dropped at a boundary
+            assert r.done and sum(c.tokens for c in r.chunks) == want
+    assert {rid for rid, *_ in log} == {r.request_id for g in groups for r in g}
+    assert not policy.ledger.residents and policy.ledger.used == [0] * n_inst  # all released
+
+
+def test_a_probe_is_chosen_before_any_other_request_at_every_decision():
+    groups = make_groups([[1], [2], [3]], 3, 40, 0)
+    true_len = {r.request_id: 10 * (r.group_id + 1) for g in groups for r in g}
+    probes = {g[0].request_id for g in groups}
+    policy = SeerPolicy(chunk_tokens=4)
+    seen = []
+
+    def probes_first(p):
+        waiting = set(p.entered)
+        if waiting & probes:  # a probe waits: nothing else may have started in this round
+            seen.append(waiting & probes)
+
+    log = kv_rollout(policy, groups, [1], KVBudget([10_000], 1), true_len, probes_first)
+    order = [rid for rid, *_ in log]
+    first_other = next(i for i, rid in enumerate(order) if rid not in probes)
+    assert set(order[:first_other]) == probes  # every group's probe ran before any other request
+    # ...and while any probe has chunks left, every decision picks a probe
+    last_probe = max(i for i, rid in enumerate(order) if rid in probes)
+    assert all(rid in probes for rid in order[:last_probe + 1])
+
+
+def test_a_new_request_of_a_long_group_runs_while_a_started_one_of_a_short_group_waits():
+    # group 0 is known short (its probe finished at 3 tokens); group 1 is unknown (= max_tokens).
+    groups = make_groups([[1], [2]], 2, 50, 0)
+    p = SeerPolicy(chunk_tokens=4)
+    p.reset(groups, [1], KVBudget([10_000], 1))
+    g0p, g0r, g1p, g1r = groups[0][0], groups[0][1], groups[1][0], groups[1][1]
+    (d,) = p.next_dispatches()
+    assert d.request is g0p
+    g0p.add_chunk(0, [0, 1, 2], "stop", 0, 1)  # group 0's estimate is now 3 tokens
+    p.on_chunk_done(g0p, 0)
+    (d,) = p.next_dispatches()
+    assert d.request is g1p  # the other probe first
+    g1p.add_chunk(0, [0, 1, 2, 3], "length", 1, 2)
+    p.on_chunk_done(g1p, 0)
+    (d,) = p.next_dispatches()
+    assert d.request is g1p  # probes before everything, fewest generated first
+    g1p.add_chunk(0, [4, 5, 6, 7], "length", 2, 3)
+    p.on_chunk_done(g1p, 0)
+    # Now make g0's second request a started one ...
+    p.speculative.discard(g1p.request_id)  # (treat g1's probe as done probing)
+    (d,) = p.next_dispatches()
+    assert d.request is g1p  # estimate floor: it has generated 8 of an unknown (= 50) group
+    g1p.add_chunk(0, [8, 9, 10, 11], "length", 3, 4)
+    p.on_chunk_done(g1p, 0)
+    p.speculative.discard(g1p.request_id)
+    # a started request of the short group vs the new request of the long group:
+    g0r.output_token_ids = [0]  # started (as if one chunk ran)
+    p._push(g0r)
+    (d,) = p.next_dispatches()
+    assert d.request in (g1p, g1r) and d.request.group_id == 1  # the long group goes first
+
+
+def test_a_parked_request_keeps_its_kv_and_its_next_chunk_runs_there():
+    groups = make_groups([[1] * 5], 2, 30, 0)
+    true_len = {"g0-r0": 30, "g0-r1": 30}
+    log = kv_rollout(SeerPolicy(chunk_tokens=8), groups, [2, 2], KVBudget([1000, 1000], 1), true_len)
+    by_req = {}
+    for rid, inst, _, resident in log:
+        by_req.setdefault(rid, []).append((inst, resident))
+    for chunks in by_req.values():
+        assert len({i for i, _ in chunks}) == 1  # affinity: one instance
+        assert [res for _, res in chunks] == [False] + [True] * (len(chunks) - 1)
+
+
+def test_a_full_instance_gives_up_the_lowest_ranked_parked_kv_and_counts_it():
+    # One instance whose KV holds two started requests but not their growth.
+    groups = make_groups([[1] * 4, [2] * 4], 1, 40, 0)
+    p = SeerPolicy(chunk_tokens=8)
+    log = kv_rollout(p, groups, [4], KVBudget([4 + 4 + 8 + 8 + 30], 1), {"g0-r0": 40, "g1-r0": 40}, within_capacity)
+    assert p.ledger.given_up >= 1 and p.ledger.given_up_tokens > 0
+    assert [rid for rid, *_ in log].count("g0-r0") >= 5
+
+
+def test_shared_prompt_blocks_are_held_once_per_group_and_instance():
+    led = KVLedger(KVBudget([100], 4))
+    a, b = make_groups([[1] * 8], 2, 10, 0)[0]  # prompt = 2 full blocks
+    led.start(a, 0, 4)
+    assert led.used[0] == 3  # 2 prompt blocks + 1 block of growth
+    assert led.need(b, 0, 4) == 1  # the prompt blocks are there already
+    led.start(b, 0, 4)
+    assert led.used[0] == 4
+    a.output_token_ids = [0] * 4
+    a.status = a.status.TRUNCATED
+    led.chunk_done(a)
+    assert led.used[0] == 3
+    led.release(b.request_id)
+    assert led.used[0] == 0 and not led.group_refs[0]
+
+
+def test_a_chunk_that_does_not_fit_is_refused():
+    led = KVLedger(KVBudget([8], 4))
+    (r,) = make_groups([[1] * 8], 1, 10, 0)[0]
+    with pytest.raises(ValueError, match="KV blocks needed"):
+        led.start(r, 0, 4)
+
+
+def test_seer_refuses_a_request_longer_than_an_instance_kv_cache():
+    groups = make_groups([[1] * 10], 1, 100, 0)
+    with pytest.raises(ValueError, match="more than an instance's KV cache"):
+        SeerPolicy().reset(groups, [1], KVBudget([64], 16))
+
+
+def test_oracle_with_a_kv_budget_reserves_true_lengths():
+    groups = make_groups([[1] * 4], 4, 50, 0)
+    lengths = {"g0-r0": 50, "g0-r1": 10, "g0-r2": 30, "g0-r3": 20}
+    p = make_policy("oracle-lfs", lengths=lengths, engine=False)
+    p.reset(groups, [8], KVBudget([100], 1))
+    first = [d.request.request_id for d in p.next_dispatches()]
+    assert first == ["g0-r0", "g0-r2"]  # 54 + 34 tokens fit in 100; the next (24) must wait
+
+
+def test_the_lpt_oracle_submits_longest_first_balancing_true_tokens():
+    groups = make_groups([[1] * 4], 4, 50, 0)
+    lengths = {"g0-r0": 50, "g0-r1": 10, "g0-r2": 30, "g0-r3": 25}
+    p = make_policy("oracle-lfs", lengths=lengths)
+    p.reset(groups, [1 << 30] * 2)
+    plan = [(d.request.request_id, d.instance) for d in p.next_dispatches()]
+    assert plan == [("g0-r0", 0), ("g0-r1", 0), ("g0-r2", 1), ("g0-r3", 1)]  # loads 50+10 | 30+25
