@@ -1,10 +1,8 @@
 """Read stored metrics for dashboards."""
 from __future__ import annotations
 
-from django.db.models import Max
-
 from runs.models import Run
-from telemetry.models import IterationTrace, MetricBatch
+from telemetry.models import IterationTrace
 from telemetry.series import metric_names, series_of
 from telemetry.services import trace_for_browser
 
@@ -24,7 +22,3 @@ def latest_trace(run: Run) -> dict | None:
     return trace_for_browser({"iteration": trace.iteration, "requests": trace.requests}) if trace else None
 
 
-def last_batch_seq(run_id: int) -> int:
-    """The highest metric-batch number stored for the run (0 for none): a resumed attempt
-    numbers its batches after it."""
-    return MetricBatch.objects.filter(run_id=run_id).aggregate(m=Max("seq"))["m"] or 0

@@ -124,9 +124,9 @@ def test_a_resumed_job_numbers_batches_after_the_stored_ones(running_run, settin
             return kwargs["submission_id"]
 
     jobs = Recorder()
-    from telemetry.selectors import last_batch_seq
+    from runs.dispatch import _last_batch_seq
 
-    ray_jobs.submit(jobs, "umbra-run-x", run.pk, {"model": "tiny"}, issue_ingest_token(run), last_batch_seq(run.pk))
+    ray_jobs.submit(jobs, "umbra-run-x", run.pk, {"model": "tiny"}, issue_ingest_token(run), _last_batch_seq(run))
     env = jobs.kwargs["runtime_env"]["env_vars"]
     assert env["UMBRA_SEQ_START"] == "5"
     assert env["UMBRA_CHECKPOINT_DIR"] == str(tmp_path / f"run-{run.pk}")

@@ -154,7 +154,7 @@ def test_shared_prompt_blocks_are_held_once_per_group_and_instance():
     led.start(b, 0, 4)
     assert led.used[0] == 4
     a.output_token_ids = [0] * 4
-    a.status = a.status.TRUNCATED
+    a.status = a.status.CLIPPED
     led.chunk_done(a)
     assert led.used[0] == 3
     led.release(b.request_id)

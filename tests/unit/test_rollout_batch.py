@@ -15,7 +15,7 @@ def test_a_sample_is_a_finished_request_with_reward_and_advantage_slots():
     r.add_chunk(1, [5, 6], "length", 0.0, 1.0, prefill_tokens=2)
     r.add_chunk(0, [7, 8], "length", 1.0, 2.0)
     s = Sample.of(r)
-    assert (s.status, s.response_token_ids, s.reward, s.advantage) == (RequestStatus.TRUNCATED, [5, 6, 7, 8], None,
+    assert (s.status, s.response_token_ids, s.reward, s.advantage) == (RequestStatus.CLIPPED, [5, 6, 7, 8], None,
                                                                          None)
     assert s.chunks == [ChunkRecord(1, 0.0, 1.0, 2, 2), ChunkRecord(0, 1.0, 2.0, 2, 0)]
     assert r.clipped and r.finish_reason == "length" and r.last_instance == 0

@@ -10,7 +10,7 @@ class RequestStatus(str, Enum):
 
     PENDING = "pending"    # not finished: waiting for its next chunk, or running one
     COMPLETED = "stop"     # ended at EOS
-    TRUNCATED = "length"   # cut at max_tokens (clipped)
+    CLIPPED = "length"     # cut at max_tokens (counted in rollout/clip_ratio)
 
 
 @dataclass(slots=True)
@@ -59,7 +59,7 @@ class SchedulableRequest:
     @property
     def clipped(self) -> bool:
         """True when the response was cut at ``max_tokens``."""
-        return self.status is RequestStatus.TRUNCATED
+        return self.status is RequestStatus.CLIPPED
 
 
 @dataclass
@@ -117,7 +117,7 @@ class Request(SchedulableRequest):
         self.instance = instance
         if finish_reason == "stop" or self.remaining == 0:
             self.finish_s = finish_s
-            self.status = RequestStatus.COMPLETED if finish_reason == "stop" else RequestStatus.TRUNCATED
+            self.status = RequestStatus.COMPLETED if finish_reason == "stop" else RequestStatus.CLIPPED
 
 
 def make_groups(prompts: list[list[int]], group_size: int, max_tokens: int, seed: int,

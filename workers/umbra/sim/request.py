@@ -44,4 +44,4 @@ class SimRequest(SchedulableRequest):
         self.instance = instance
         if self.num_generated >= self.output_len:
             self.finish_s = finish_s
-            self.status = RequestStatus.TRUNCATED if self.num_generated >= self.max_tokens else RequestStatus.COMPLETED
+            self.status = RequestStatus.CLIPPED if self.num_generated >= self.max_tokens else RequestStatus.COMPLETED

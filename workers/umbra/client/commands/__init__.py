@@ -40,14 +40,3 @@ def run(args: argparse.Namespace) -> int:
         print(f"umbra: unexpected error: {type(exc).__name__}: {exc} (UMBRA_DEBUG=1 shows details)",
               file=sys.stderr)
         return EXIT_SERVER
-
-
-def run_id(value: str) -> int:
-    """argparse type of a run id: a positive integer (``#7`` is accepted)."""
-    try:
-        rid = int(value.strip().lstrip("#"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid run id {value!r}") from None
-    if rid < 1:
-        raise argparse.ArgumentTypeError(f"invalid run id {value!r}")
-    return rid

@@ -4,13 +4,13 @@ from __future__ import annotations
 import argparse
 
 from umbra.client.api import ApiError
+from umbra.client.commands.args import run_id
 from umbra.client.render import make_console
 from umbra.client.session import connect
 
 
 def add_parser(sub) -> None:
     """Add ``cancel RUN``."""
-    from umbra.client.commands import run_id
 
     p = sub.add_parser("cancel", help="cancel a run")
     p.add_argument("run", type=run_id, help="run id")

@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 
 from umbra.client.api import ApiError
+from umbra.client.commands.args import run_id
 from umbra.client.errors import UsageError
 from umbra.client.render import make_console
 from umbra.client.session import connect
@@ -14,7 +15,6 @@ MAX_RUNS = 50
 
 def add_parser(sub) -> None:
     """Add ``compare RUN [RUN ...] [--reference RUN] [--metrics a,b]``."""
-    from umbra.client.commands import run_id
 
     p = sub.add_parser("compare", help="compare runs: summary with ratios to a reference, config diff")
     p.add_argument("runs", type=run_id, nargs="+", metavar="RUN", help="run ids (1 to 50)")

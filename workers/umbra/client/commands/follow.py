@@ -7,6 +7,7 @@ import time
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from umbra.client.api import ApiClient, ApiError
+from umbra.client.commands.args import run_id
 from umbra.client.errors import CliError, UsageError
 from umbra.client.render import fmt_number, make_console, printable
 from umbra.client.session import connect
@@ -23,7 +24,6 @@ MAX_REASON = 500  # characters of the failure reason printed
 
 def add_parser(sub) -> None:
     """Add ``follow RUN [--interval S]``."""
-    from umbra.client.commands import run_id
 
     p = sub.add_parser("follow", help="follow a run's progress until it ends",
                        description="Exits 0 when the run succeeds, 1 when it fails or is cancelled.")
