@@ -143,10 +143,8 @@ class SeerPolicy(Policy):
     def _pop(self, e: tuple) -> Request:
         r = e[2]
         heap = self.heaps[self._home(r)]
-        if heap and heap[0] is e:
+        if heap and heap[0] is e:  # else (a starved waiter) its entry goes stale in place
             heapq.heappop(heap)
-        else:  # not at the top (a starved waiter): leave a stale entry behind
-            pass
         return self._take(r)
 
     def _starved(self) -> tuple | None:
@@ -282,18 +280,22 @@ class SeerPolicy(Policy):
             return self._dispatch(self._pop(e), inst)
         return None
 
-    def _make_room(self, i: int, e: tuple) -> bool:
-        """Give up the KV of parked requests on ``i`` ranked below ``e`` (lowest first) until
-        ``e``'s chunk fits there; True when it then fits. Nothing is given up when even all of
-        them would not make room (ours: Alg. 2's order decides whose KV stays)."""
+    def _make_room(self, i: int, e: tuple, equals: bool = False) -> bool:
+        """Give up the KV of parked requests on ``i`` ranked below ``e`` (lowest first;
+        ``equals``: ranked the same too) until ``e``'s chunk fits there; True when it then
+        fits. Nothing is given up when even all of them would not make room (ours: Alg. 2's
+        order decides whose KV stays)."""
         led = self.ledger
         if led is None or not self._slot(i) or not led.n_parked[i]:
             return False
         r = e[2]
-        need = led.need(r, i, self.chunk_budget(r))
-        # strictly lower ranked: equals (e.g. all groups still unknown) never evict each other
-        lower = [x for x in self.heaps.get(i, ()) if self._live(x) and x[0] > e[0]]
-        if need > led.free(i) + sum(led.residents[x[2].request_id].private for x in lower):
+        # strictly lower ranked unless ``equals``: equals (e.g. groups still unknown) keep their KV
+        lower = [x for x in self.heaps.get(i, ()) if self._live(x) and x is not e
+                 and (x[0] > e[0] or (equals and (x[0], x[1]) > (e[0], e[1])))]
+        # (the private blocks alone: shared prompt blocks may come free too, so an idle
+        # instance, ``equals``, skips this check and must make room)
+        if not equals and led.need(r, i, self.chunk_budget(r)) > led.free(i) + sum(
+                led.residents[x[2].request_id].private for x in lower):
             return False
         for x in sorted(lower, key=lambda x: (x[0], x[1]), reverse=True):
             if led.fits(r, i, self.chunk_budget(r)):
@@ -325,23 +327,12 @@ class SeerPolicy(Policy):
 
     def _give_up_and_decide(self) -> Dispatch | None:
         """An instance with nothing running and parked requests that cannot grow gives up the
-        KV of its lowest-ranked parked requests until its best one fits (ours)."""
-        if self.ledger is None:
-            return None
+        KV of its lowest-ranked parked requests, equals included, until its best one fits (ours)."""
         for i in range(len(self.capacities)):
-            if self.running[i] or not self._slot(i) or not self.ledger.n_parked[i]:
+            if self.running[i] or self.ledger is None:
                 continue
             best = self._top(i)
-            if best is None:
-                continue
-            parked = sorted((e for e in self.heaps[i] if self._live(e)), key=lambda e: (e[0], e[1]), reverse=True)
-            for e in parked:
-                if self.ledger.fits(best[2], i, self.chunk_budget(best[2])) or e is best:
-                    break
-                r = e[2]
-                self.ledger.give_up(r)
-                self._push(r)  # now fresh: it waits in the fresh heap (its old entry goes stale)
-            if self.ledger.fits(best[2], i, self.chunk_budget(best[2])):
+            if best is not None and self._make_room(i, best, equals=True):
                 return self._dispatch(self._pop(best), i)
         return None
 
