@@ -140,7 +140,9 @@ def print_table(results: dict) -> None:
     print(" | ".join(f"{c:>14}" for c in cols))
     for name, r in results.items():
         cells = [name] + [r.get(c) for c in cols[1:]]
-        print(" | ".join(f"{c:>14.3f}" if isinstance(c, float) else f"{str(c):>14}" for c in cells))
+        # "-": no ratio (the baseline did not run, or its tail is 0)
+        print(" | ".join(f"{c:>14.3f}" if isinstance(c, float) else f"{'-' if c is None else str(c):>14}"
+                         for c in cells))
     print("response lengths (tokens):")
     for name, r in results.items():
         d = r["lengths"]

@@ -133,6 +133,7 @@ def print_table(results: dict, labels: dict | None = None) -> None:
     print(" | ".join([f"{cols[0]:<{first}}"] + [f"{c:>14}" for c in cols[1:]]))
     for name, r in zip(names, results.values()):
         cells = [r.get(c) for c in cols[1:]]
-        print(" | ".join([f"{name:<{first}}"] + [f"{c:>14.3f}" if isinstance(c, float) else f"{str(c):>14}"
-                                                for c in cells]))
+        # "-": no ratio (the baseline did not run, or its tail is 0)
+        print(" | ".join([f"{name:<{first}}"] + [f"{c:>14.3f}" if isinstance(c, float) else
+                                                f"{'-' if c is None else str(c):>14}" for c in cells]))
 
