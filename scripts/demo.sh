@@ -8,6 +8,8 @@ PORT=${UMBRA_PORT:-8000}
 RAY_GCS_PORT=${UMBRA_RAY_PORT:-6380}
 RAY_DASH_PORT=${UMBRA_RAY_DASHBOARD_PORT:-8265}
 export UMBRA_LOCAL_RAY_DASHBOARD=http://127.0.0.1:$RAY_DASH_PORT
+# The worker's own fallback head (if this one goes away) uses the same port.
+export UMBRA_LOCAL_RAY_PORT=${UMBRA_LOCAL_RAY_PORT:-$RAY_GCS_PORT}
 export UMBRA_PLATFORM_URL=${UMBRA_PLATFORM_URL:-http://127.0.0.1:$PORT}
 # A demo of its own per web port: Celery queue and Channels prefix (the default demo keeps "umbra").
 SUFFIX=$([ "$PORT" = 8000 ] && echo "" || echo "-$PORT")
@@ -15,6 +17,10 @@ export UMBRA_CELERY_QUEUE=${UMBRA_CELERY_QUEUE:-umbra$SUFFIX} UMBRA_CHANNEL_PREF
 # The local head listens on loopback only; set RAY_AUTH_MODE=token for a shared machine.
 export RAY_AUTH_MODE=${RAY_AUTH_MODE:-disabled}
 DATA=${DATA:-arith}
+if [ "$DATA" != arith ] && [ ! -f "$DATA" ]; then  # say so before anything starts
+  echo "make demo: DATA=$DATA is not a file (give a GSM8K-style JSONL path, relative to $PWD, or arith)" >&2
+  exit 2
+fi
 # Runs submitted in the browser may name files of the demo data's folder.
 [ -f "$DATA" ] && export UMBRA_DATA_DIRS="${UMBRA_DATA_DIRS:+$UMBRA_DATA_DIRS:}$(dirname "$DATA")"
 MODEL=${MODEL:-smollm2}
