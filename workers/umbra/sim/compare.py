@@ -21,16 +21,11 @@ def trace_cluster_workload(rows: list[dict], policy: str | None, instances: int 
     return w
 
 
-def m_given_up(policy) -> int:
-    ledger = getattr(policy, "ledger", None)
-    return ledger.given_up if ledger is not None else 0
-
-
 def simulate_policies(workload, names: list[str], chunk_tokens: int, spec, shared_kv: bool,
                       kv_reserve: str = "chunk") -> dict:
     """Per policy name: the result row (see FIELDS) plus ``wall_s`` and ``requests`` (records)."""
     from umbra.rollout.policies.variants import build, variant
-    from umbra.rollout.metrics import request_records, rollout_metrics
+    from umbra.rollout.metrics import policy_counters, request_records, rollout_metrics
     from umbra.sim.engine import KV_BLOCK_TOKENS, simulate
 
     lengths = {f"g{g}-r{i}": o for g, grp in enumerate(workload.groups) for i, (_, o) in enumerate(grp)}
@@ -46,7 +41,7 @@ def simulate_policies(workload, names: list[str], chunk_tokens: int, spec, share
             "rollout_time_s": m["rollout/time_s"], "throughput_tok_s": m["rollout/throughput_tok_s"],
             "tail_time_s": m["rollout/tail_time_s"], "idle_frac": m["rollout/instance_idle_frac"],
             "preemptions": res.preemptions, "migrations": getattr(policy, "migrations", 0),
-            "kv_given_up": m_given_up(policy),
+            "kv_given_up": int(policy_counters(policy)["rollout/kv_given_up"]),
             "reprefill_tokens": m["rollout/reprefill_tokens"], "output_tokens": m["rollout/output_tokens"],
             "kv_peak_frac": res.kv_peak_frac, "capacity": res.capacity, "wall_s": time.perf_counter() - t0,
             "records": request_records(res.requests, 0.0),

@@ -54,7 +54,8 @@ class KVLedger:
         self.given_up = 0          # parked requests whose KV the policy gave up (their next chunk re-prefills)
         self.given_up_tokens = 0   # context tokens of those requests
 
-    def _blocks(self, tokens: int) -> int:
+    def blocks(self, tokens: int) -> int:
+        """Blocks that hold ``tokens`` tokens."""
         return -(-tokens // self.block)
 
     def _prompt_blocks(self, r) -> int:
@@ -67,10 +68,10 @@ class KVLedger:
         group's requests prompts of different lengths; those share nothing)."""
         return r.group_id, r.prompt_len
 
-    def _private(self, r, instance: int, tokens: int) -> int:
+    def private(self, r, instance: int, tokens: int) -> int:
         """Blocks of a ``tokens``-token context of ``r`` beyond its full prompt blocks, which
         its group's residents on the instance hold once."""
-        return self._blocks(tokens) - self._prompt_blocks(r)
+        return self.blocks(tokens) - self._prompt_blocks(r)
 
     def home(self, request_id: str) -> int | None:
         """The instance holding the request's KV, or None."""
@@ -86,9 +87,9 @@ class KVLedger:
         tokens = r.prompt_len + r.num_generated + budget + self.budget.lookahead
         res = self.residents.get(r.request_id)
         if res is not None and res.instance == instance:
-            return max(0, self._private(r, instance, tokens) - res.private)  # shared_kv: parked holds 0
+            return max(0, self.private(r, instance, tokens) - res.private)  # shared_kv: parked holds 0
         group = self.group_refs[instance].get(self._group(r))
-        return self._private(r, instance, tokens) + (0 if group else self._prompt_blocks(r))
+        return self.private(r, instance, tokens) + (0 if group else self._prompt_blocks(r))
 
     def fits(self, r, instance: int, budget: int, reserve: int = 0) -> bool:
         """True when a chunk of ``r`` fits on ``instance`` leaving ``reserve`` blocks free."""
@@ -118,7 +119,7 @@ class KVLedger:
             self.on[instance].add(r.request_id)
         elif not res.running:
             self.n_parked[instance] -= 1
-        private = self._private(r, instance, r.prompt_len + r.num_generated + budget + self.budget.lookahead)
+        private = self.private(r, instance, r.prompt_len + r.num_generated + budget + self.budget.lookahead)
         self.used[instance] += private - res.private
         res.private, res.running = private, True
         return moved
@@ -133,7 +134,7 @@ class KVLedger:
             self.release(r.request_id)
             return
         # shared_kv: parked in the global pool, nothing held here
-        private = 0 if self.budget.shared_kv else self._private(r, res.instance, r.prompt_len + r.num_generated)
+        private = 0 if self.budget.shared_kv else self.private(r, res.instance, r.prompt_len + r.num_generated)
         self.used[res.instance] += private - res.private
         if res.running:
             self.n_parked[res.instance] += 1

@@ -79,7 +79,7 @@ class SeerPolicy(Policy):
         self.ledger = KVLedger(kv) if kv is not None and self.chunked else None
         if self.ledger is not None:
             longest = max((r.prompt_len + r.max_tokens for g in groups for r in g), default=0)
-            if any(0 < c < self.ledger._blocks(longest) for c in self.ledger.capacity):
+            if any(0 < c < self.ledger.blocks(longest) for c in self.ledger.capacity):
                 raise ValueError(f"a request may hold {longest} tokens, more than an instance's KV cache")
         self.estimate: dict[int, int | None] = {g[0].group_id: None for g in groups if g}
         self.speculative = {g[0].request_id for g in groups if g} if self.context_aware else set()
@@ -199,7 +199,7 @@ class SeerPolicy(Policy):
             res, r = led.residents[rid], self.by_id[rid]
             est = self.estimate[r.group_id]
             final = r.max_tokens if est is None else max(est, r.num_generated + 1)
-            total += max(0, led._private(r, i, r.prompt_len + min(final, r.max_tokens)) - res.private)
+            total += max(0, led.private(r, i, r.prompt_len + min(final, r.max_tokens)) - res.private)
         return total
 
     def _place_fresh(self, r: Request) -> int | None:
