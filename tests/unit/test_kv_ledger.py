@@ -190,3 +190,35 @@ def test_the_lpt_oracle_submits_longest_first_balancing_true_tokens():
     p.reset(groups, [1 << 30] * 2)
     plan = [(d.request.request_id, d.instance) for d in p.next_dispatches()]
     assert plan == [("g0-r0", 0), ("g0-r1", 0), ("g0-r2", 1), ("g0-r3", 1)]  # loads 50+10 | 30+25
+
+
+def test_kv_the_ledger_drops_reaches_that_instance_with_its_next_chunk_once():
+    # The give-up case above: every given-up request is named once, in a later chunk sent
+    # to the instance that held it (the engine then evicts its blocks first).
+    groups = make_groups([[1] * 4, [2] * 4], 1, 40, 0)
+    p = SeerPolicy(chunk_tokens=8)
+    released: list[str] = []
+    original = p._start
+
+    def spy(request, instance, max_tokens, kv_resident=None):
+        d = original(request, instance, max_tokens, kv_resident)
+        assert d.request.request_id not in d.kv_release  # never the chunk's own request
+        released.extend(d.kv_release)
+        return d
+
+    p._start = spy
+    kv_rollout(p, groups, [4], KVBudget([4 + 4 + 8 + 8 + 30], 1), {"g0-r0": 40, "g1-r0": 40})
+    assert p.ledger.given_up >= 1
+    assert len(released) == p.ledger.given_up and not any(p.ledger.dropped)
+
+
+def test_a_move_to_another_instance_releases_the_kv_left_behind():
+    led = KVLedger(KVBudget([100, 100], 4))
+    (a,) = make_groups([[1] * 8], 1, 40, 0)[0]
+    led.start(a, 0, 4)
+    a.output_token_ids = [0] * 4
+    led.chunk_done(a)
+    assert led.take_dropped(0) == ()
+    assert led.start(a, 1, 4)  # moved
+    assert led.take_dropped(0) == (a.request_id,) and led.take_dropped(0) == ()
+    assert led.take_dropped(1) == ()

@@ -163,3 +163,30 @@ def test_verl_preempts_under_kv_pressure_and_the_ledger_does_not():
 
 def variant_policy(name):
     return build(variant(name, 32, 16), None)
+
+
+def test_versus_trace_simulates_each_policy_on_its_own_records():
+    from umbra.sim.compare import versus_trace
+
+    # request-lb recorded 2 requests of 3 and 5 tokens on 1 instance (1 s per step): measured
+    # 3 s and 5 s, as the simulator computes them; static-group has no finish times: left out.
+    rows = [parse_trace([json.dumps({"policy": "request-lb", "group": 0, "index": i, "prompt_tokens": 4,
+                                     "output_tokens": n, "max_tokens": 8, "instances": 1, "capacity": 4,
+                                     "finish_s": float(n)})])[0] for i, n in enumerate((3, 5))]
+    rows += parse_trace([json.dumps({"policy": "static-group", "group": 0, "index": 0, "output_tokens": 2})])
+    out = versus_trace(rows, ["request-lb", "static-group", "seer"], 4, None, False, "chunk", None, None, None,
+                       StepModel(c0=1.0, c_seq=0.0, c_ctx=0.0, c_prefill=0.0))
+    assert list(out) == ["request-lb"]
+    r = out["request-lb"]
+    assert r["real_time_s"] == 5.0 and r["time_ratio"] == pytest.approx(1.0)
+    assert r["real_tail_s"] == 2.0 and r["tail_ratio"] == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="finish_s"):
+        parse_trace(['{"group": 0, "index": 0, "output_tokens": 1, "finish_s": -1}'])
+
+
+def test_trace_samples_count_only_chunks_of_the_same_policy_rollout():
+    from umbra.sim.step_model import samples_from_trace
+
+    # two policies' rollouts, each timed from 0 on instance 0: never one batch of 2
+    recs = [{"policy": p, "prompt_tokens": 10, "chunks": [[0, 0.0, 32.0, 32]]} for p in ("a", "b")]
+    assert [s[0] for s in samples_from_trace(recs)] == [1, 1]

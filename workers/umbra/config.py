@@ -46,6 +46,9 @@ class RunConfig(BaseModel):
     chunk_tokens: int = Field(64, ge=1, le=65536, description="seer: tokens per chunk (divided rollout)")
     seer_divided: bool = Field(True, description="seer: divided rollout (chunks + rebalancing)")
     seer_context_aware: bool = Field(True, description="seer: context-aware scheduling (Alg. 2)")
+    seer_length_history: bool = Field(False, description=(
+        "seer: a prompt seen in earlier iterations starts its group's length estimate at its "
+        "longest earlier response (ours, beyond the paper)"))
     spec_decoding: bool = Field(False, description="grouped speculative decoding (suffix drafts, Alg. 1)")
     rollout_instances: int = Field(2, ge=1, le=64, description="vLLM rollout instances (Ray actors)")
     kv_cache_gib: int = Field(1, ge=1, le=1024, description="KV cache budget per instance, GiB")
@@ -103,5 +106,6 @@ class RunConfig(BaseModel):
         is the engines' KV block size (seer aligns chunk ends to it)."""
         if self.rollout_policy == "seer":
             return {"chunk_tokens": self.chunk_tokens, "divided": self.seer_divided,
-                    "context_aware": self.seer_context_aware, "kv_block_tokens": kv_block_tokens}
+                    "context_aware": self.seer_context_aware, "kv_block_tokens": kv_block_tokens,
+                    "length_history": self.seer_length_history}
         return {}

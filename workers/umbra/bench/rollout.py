@@ -36,6 +36,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kv-cache-gib", type=int, default=1)
     p.add_argument("--max-num-seqs", type=int, default=256)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--epochs", type=int, default=1,
+                   help="rollouts per policy over the same prompts (fresh seeds each; one policy object, so "
+                        "seer-history remembers earlier epochs); the table shows the last epoch")
     p.add_argument("--json", dest="json_path", default=None, help="write results here")
     p.add_argument("--trace", dest="trace_path", default=None,
                    help="write per-request records (JSONL, one line per policy and request) here")
@@ -49,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
         if not variants:
             raise ValueError("--policies names no policy")
         for flag in ("prompts", "group_size", "max_tokens", "instances", "chunk_tokens", "kv_cache_gib",
-                     "max_num_seqs"):
+                     "max_num_seqs", "epochs"):
             if getattr(args, flag) < 1:
                 raise ValueError(f"--{flag.replace('_', '-')} must be >= 1")
         if not 0.0 <= args.temperature <= 2.0:
@@ -97,34 +100,48 @@ def run(args: argparse.Namespace) -> int:
     for m in managers.values():  # warm-up: first requests pay one-off costs
         m.generate(-1, prompts[:2], args.seed + 1, build(variant("request-lb", args.chunk_tokens), None), warm)
 
-    results, lengths = {}, None
+    results, epochs = {}, {}
+    lengths: dict[int, dict] = {}  # epoch -> true lengths, for oracle-lfs (from a whole-request policy)
     for v in variants:
-        batch = managers[v.spec].generate(0, prompts, args.seed, build(v, lengths))
-        m = batch.metrics
-        if v.policy != "seer" or not v.options.get("divided", True):
-            lengths = lengths or {r.request_id: r.num_generated for r in batch.requests}
-        results[v.name] = {
-            "rollout_time_s": m["rollout/time_s"], "throughput_tok_s": m["rollout/throughput_tok_s"],
-            "tail_time_s": m["rollout/tail_time_s"], "accept_len": m["rollout/spec/accept_len"],
-            "preemptions": m["rollout/preemptions"], "output_tokens": m["rollout/output_tokens"],
-            "migrations": m["rollout/migrations"], "kv_given_up": m["rollout/kv_given_up"],
-            "reprefill_tokens": m["rollout/reprefill_tokens"], "lengths": length_distribution(batch.requests),
-            "draft_tokens": m["rollout/spec/draft_tokens"], "decode_tok_s": m["rollout/decode_tok_s"],
-        }
+        policy = build(v, None)
+        for e in range(args.epochs):
+            if v.policy == "oracle-lfs":
+                policy = build(v, lengths.get(e))
+            batch = managers[v.spec].generate(e, prompts, args.seed + 1000 * e, policy)
+            if v.policy != "seer" or not v.options.get("divided", True):
+                lengths.setdefault(e, {r.request_id: r.num_generated for r in batch.requests})
+            epochs.setdefault(v.name, []).append(row(batch))
+            print(f"  {v.name}" + (f" epoch {e + 1}" if args.epochs > 1 else "") +
+                  f": {batch.metrics['rollout/time_s']:.1f}s, {batch.metrics['rollout/throughput_tok_s']:.0f} tok/s",
+                  flush=True)
+        results[v.name] = dict(epochs[v.name][-1])
         if args.trace_path:
             with open(args.trace_path, "a" if len(results) > 1 else "w") as fh:
                 for rec in batch.trace:
                     fh.write(json.dumps({"policy": v.name, "max_tokens": args.max_tokens, "instances": args.instances,
                                          "capacity": shape.capacity, **rec}) + "\n")
-        print(f"  {v.name}: {m['rollout/time_s']:.1f}s, {m['rollout/throughput_tok_s']:.0f} tok/s", flush=True)
         add_ratios(results)
         if args.json_path:  # after every policy, so a long benchmark keeps what it measured
             with open(args.json_path, "w") as fh:
-                json.dump({"config": vars(args), "concurrency_cap": shape.capacity, "results": results}, fh, indent=2)
+                json.dump({"config": vars(args), "concurrency_cap": shape.capacity, "results": results,
+                           **({"epochs": epochs} if args.epochs > 1 else {})}, fh, indent=2)
     print_table(results)
     for m in managers.values():
         m.shutdown()
     return 0
+
+
+def row(batch) -> dict:
+    """One rollout's row of the table."""
+    m = batch.metrics
+    return {
+        "rollout_time_s": m["rollout/time_s"], "throughput_tok_s": m["rollout/throughput_tok_s"],
+        "tail_time_s": m["rollout/tail_time_s"], "accept_len": m["rollout/spec/accept_len"],
+        "preemptions": m["rollout/preemptions"], "output_tokens": m["rollout/output_tokens"],
+        "migrations": m["rollout/migrations"], "kv_given_up": m["rollout/kv_given_up"],
+        "reprefill_tokens": m["rollout/reprefill_tokens"], "lengths": length_distribution(batch.requests),
+        "draft_tokens": m["rollout/spec/draft_tokens"], "decode_tok_s": m["rollout/decode_tok_s"],
+    }
 
 
 def length_distribution(requests) -> dict:

@@ -58,6 +58,9 @@ class RolloutInstance:
             # GPU it is given in bytes so the engine does not claim 90% of the device.
             kv_cache_memory_bytes=(kv_cache_gib * 2**30 if kv_cache_gib and not current_platform.is_cpu() else None),
             num_gpu_blocks_override=kv_blocks,
+            # eviction that follows the policy's KV ledger; async scheduling only where vLLM would use it
+            scheduler_cls=("umbra.rollout.ledger_scheduler." + (
+                "LedgerScheduler" if current_platform.is_cpu() or spec else "AsyncLedgerScheduler")),
         )
         self.engine = AsyncLLM.from_engine_args(args)
 
@@ -74,20 +77,26 @@ class RolloutInstance:
 
     async def generate_chunk(self, request_id: str, group_id: int, prompt_token_ids: list[int],
                              generated: list[int], max_tokens: int, seed: int,
-                             temperature: float, ignore_eos: bool = False) -> dict[str, Any]:
+                             temperature: float, ignore_eos: bool = False,
+                             kv: dict | None = None) -> dict[str, Any]:
         """Generate up to ``max_tokens`` more tokens of a request whose context is
         ``prompt_token_ids + generated`` (the prefix cache reuses its KV when it ran here before).
 
         Returns ``{"tokens", "finish_reason" ("stop" at EOS, else "length"), "start_s",
         "finish_s", "policy_version", "prefill_tokens"}``; times are wall-clock seconds;
         ``prefill_tokens`` counts context tokens computed, not served by the prefix cache.
-        ``ignore_eos`` (profiling): generate exactly ``max_tokens`` tokens.
+        ``ignore_eos`` (profiling): generate exactly ``max_tokens`` tokens. ``kv`` (a policy with
+        a KV ledger): ``{"final": the chunk may be the request's last, "release": request ids
+        whose cached KV here the ledger dropped}``, read by the engine's scheduler
+        (:mod:`umbra.rollout.ledger_scheduler`) so that its eviction follows the ledger.
         """
         from vllm import SamplingParams
 
         if self.draft_server is not None:
             await self._refresh_drafts(group_id, prompt_token_ids)
-        params = SamplingParams(n=1, temperature=temperature, max_tokens=max_tokens, seed=seed, ignore_eos=ignore_eos)
+        extra = None if kv is None else {"umbra_kv": {"key": request_id, **kv}}
+        params = SamplingParams(n=1, temperature=temperature, max_tokens=max_tokens, seed=seed, ignore_eos=ignore_eos,
+                                extra_args=extra)
         start = time.time()
         final = None
         async for out in self.engine.generate({"prompt_token_ids": prompt_token_ids + generated}, params,

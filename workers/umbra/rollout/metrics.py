@@ -77,8 +77,9 @@ def rollout_metrics(requests: list[Request], start_s: float, end_s: float, num_i
         "rollout/clip_ratio": sum(r.clipped for r in requests) / len(requests),
         "rollout/decode_tok_s": statistics.median(decode),
         "rollout/chunks": float(sum(len(r.chunks) for r in requests)),
-        # measured: context tokens recomputed by later chunks (partial KV blocks, migrations)
-        "rollout/reprefill_tokens": float(sum(c.prefill for r in requests for c in r.chunks[1:])),
+        # measured: context tokens later chunks recomputed (partial KV blocks, migrations, KV
+        # given up), beyond the last one, which a continuous decode step computes as well
+        "rollout/reprefill_tokens": float(sum(max(0, c.prefill - 1) for r in requests for c in r.chunks[1:])),
         "rollout/instance_idle_frac": statistics.fmean(idle),
     }
     for i, frac in enumerate(idle):

@@ -35,9 +35,11 @@ def run_rollout(policy, instances: list, groups: list[list[Request]], capacities
     while True:
         for d in policy.next_dispatches():
             r = d.request
+            # a ledger's chunks tell the engine what to keep cached (umbra.rollout.ledger_scheduler)
+            kv = None if d.kv_resident is None else {"final": d.max_tokens >= r.remaining, "release": list(d.kv_release)}
             ref = instances[d.instance].generate_chunk.remote(
                 r.request_id, r.group_id, r.prompt_token_ids, r.output_token_ids, d.max_tokens, r.chunk_seed(),
-                r.temperature)
+                r.temperature, kv=kv)
             pending[ref] = (r, d.instance)
         if not pending:
             if policy.finished:

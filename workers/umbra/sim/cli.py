@@ -37,23 +37,37 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-batch", type=int, default=None, help="override the most requests per instance")
     p.add_argument("--step-model", default=None, help="a step model JSON saved by `umbra bench profile`")
     p.add_argument("--trace-policy", default=None, help="which policy's records of a multi-policy trace")
+    p.add_argument("--vs-trace", action="store_true",
+                   help="with trace:PATH of `umbra bench rollout --trace`: simulate each policy on its own "
+                        "recorded requests and print simulated beside measured rollout and tail time")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", dest="json_path", default=None, help="write results here")
 
 
-def _workload(args):
+def _step(args):
     from umbra.sim.step_model import CPU_SMOLLM2, StepModel
-    from umbra.sim.workload import parse_trace, preset_workload, with_cluster
 
-    step = StepModel.from_json(args.step_model) if args.step_model else None
+    return StepModel.from_json(args.step_model) if args.step_model else (
+        CPU_SMOLLM2 if args.workload.startswith("trace:") else None)
+
+
+def _trace_rows(args) -> list[dict]:
+    from umbra.sim.workload import parse_trace
+
+    path = args.workload[len("trace:"):]
+    if not os.path.isfile(path) or os.path.getsize(path) > 500_000_000:
+        raise ValueError(f"trace {path} is not a regular file of at most 500 MB")
+    with open(path) as fh:
+        return parse_trace(fh, path)
+
+
+def _workload(args):
+    from umbra.sim.workload import preset_workload, with_cluster
+
+    step = _step(args)
     if args.workload.startswith("trace:"):
-        path = args.workload[len("trace:"):]
-        if not os.path.isfile(path) or os.path.getsize(path) > 500_000_000:
-            raise ValueError(f"trace {path} is not a regular file of at most 500 MB")
-        with open(path) as fh:
-            rows = parse_trace(fh, path)
-        return trace_cluster_workload(rows, args.trace_policy, args.instances, args.kv_tokens, args.max_batch,
-                                      step or CPU_SMOLLM2, args.workload)
+        return trace_cluster_workload(_trace_rows(args), args.trace_policy, args.instances, args.kv_tokens,
+                                      args.max_batch, step, args.workload)
     return with_cluster(preset_workload(args.workload, args.group_size, args.seed, step), args.instances,
                         args.kv_tokens, args.max_batch)
 
@@ -78,6 +92,8 @@ def run(args: argparse.Namespace) -> int:
                                or os.path.isdir(args.json_path)):
             raise ValueError(f"--json: {args.json_path} is a folder or its folder does not exist")
         spec = SpecModel.from_accept_len(args.accept_len, args.draft_frac, overhead=args.spec_overhead)
+        if args.vs_trace and not args.workload.startswith("trace:"):
+            raise ValueError("--vs-trace needs --workload trace:PATH")
         workload = _workload(args)
         workload.cluster.concurrency_cap(workload.max_len)
     except (ValueError, OSError) as exc:
@@ -93,6 +109,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"workload {workload.name}: {n_req} requests in {len(workload.groups)} groups, max_tokens "
           f"{workload.max_tokens}, {workload.cluster.instances} instances x {workload.cluster.kv_tokens} KV tokens, "
           f"chunk {chunk}, accept_len {args.accept_len}{', shared KV' if args.shared_kv else ''}", flush=True)
+    if args.vs_trace:
+        return _versus_trace(args, names, chunk, spec)
     t0 = time.perf_counter()
     results = simulate_policies(workload, names, chunk, spec, args.shared_kv, args.kv_reserve)
     wall = time.perf_counter() - t0
@@ -107,6 +125,28 @@ def run(args: argparse.Namespace) -> int:
                        "accept_len": args.accept_len, "shared_kv": args.shared_kv, "wall_s": wall,
                        "results": {k: {f: v for f, v in r.items() if f != "records"} for k, r in results.items()}},
                       fh, indent=2)
+    return 0
+
+
+def _versus_trace(args, names: list[str], chunk: int, spec) -> int:
+    """``--vs-trace``: simulated beside measured, per recorded policy."""
+    from umbra.sim.compare import versus_trace
+
+    rows = _trace_rows(args)
+    out = versus_trace(rows, names, chunk, spec, args.shared_kv, args.kv_reserve, args.instances, args.kv_tokens,
+                       args.max_batch, _step(args))
+    if not out:
+        print("umbra sim: --vs-trace: the trace holds none of these policies with measured finish times",
+              file=sys.stderr)
+        return 2
+    cols = ("sim_time_s", "real_time_s", "time_ratio", "sim_tail_s", "real_tail_s", "tail_ratio")
+    print(" | ".join([f"{'policy':<14}"] + [f"{c:>12}" for c in cols]))
+    for name, r in out.items():
+        print(" | ".join([f"{name:<14}"] + [f"{'-' if r[c] is None else f'{r[c]:.3f}':>12}" for c in cols]))
+    if args.json_path:
+        with open(args.json_path, "w") as fh:
+            json.dump({"workload": args.workload, "chunk_tokens": chunk, "step_model": args.step_model,
+                       "results": out}, fh, indent=2)
     return 0
 
 

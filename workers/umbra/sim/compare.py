@@ -48,3 +48,29 @@ def simulate_policies(workload, names: list[str], chunk_tokens: int, spec, share
         }
     add_ratios(out)
     return out
+
+
+def versus_trace(rows: list[dict], names: list[str], chunk_tokens: int, spec, shared_kv: bool, kv_reserve: str,
+                 instances: int | None, kv_tokens: int | None, max_batch: int | None, step) -> dict:
+    """Each policy of ``names`` recorded in the trace, simulated on its own recorded requests
+    and cluster, beside what was measured: per policy ``{"sim_time_s", "real_time_s",
+    "time_ratio", "sim_tail_s", "real_tail_s", "tail_ratio"}`` (sim / real). Policies
+    without records, or whose records carry no ``finish_s``, are left out."""
+    from umbra.rollout.metrics import tail_time
+    from umbra.sim.workload import trace_policies
+
+    out = {}
+    recorded = set(trace_policies(rows))
+    for name in names:
+        mine = [r for r in rows if r["policy"] == name]
+        if name not in recorded or any(r["finish_s"] is None for r in mine):
+            continue
+        w = trace_cluster_workload(rows, name, instances, kv_tokens, max_batch, step, f"trace:{name}")
+        sim = simulate_policies(w, [name], chunk_tokens, spec, shared_kv, kv_reserve)[name]
+        finishes = [r["finish_s"] for r in mine]
+        real_time, real_tail = max(finishes), tail_time(0.0, finishes)
+        out[name] = {"sim_time_s": sim["rollout_time_s"], "real_time_s": real_time,
+                     "time_ratio": sim["rollout_time_s"] / real_time if real_time > 0 else None,
+                     "sim_tail_s": sim["tail_time_s"], "real_tail_s": real_tail,
+                     "tail_ratio": sim["tail_time_s"] / real_tail if real_tail > 1e-3 else None}
+    return out

@@ -84,12 +84,14 @@ def samples_from_trace(records: list[dict], min_tokens: int = 16) -> list[tuple[
     """Decode samples ``(batch, context_tokens, 0, seconds per step)`` read off a recorded
     rollout (``umbra bench rollout --trace`` records with ``chunks`` and ``prompt_tokens``):
     per chunk of at least ``min_tokens`` tokens, its seconds per token, and the chunks running
-    on its instance at its midpoint with their contexts then (prompt + tokens so far)."""
-    chunks = []  # (instance, start, finish, tokens, context at start)
+    on its instance at its midpoint with their contexts then (prompt + tokens so far). A trace
+    of several policies holds one rollout per policy, each timed from its own start: chunks
+    overlap only within one policy's rollout."""
+    chunks = []  # ((policy, instance), start, finish, tokens, prompt, generated before)
     for r in records:
         done = 0
         for inst, start, finish, tokens in r.get("chunks") or []:
-            chunks.append((inst, start, finish, tokens, r.get("prompt_tokens") or 0) + (done,))
+            chunks.append(((r.get("policy"), inst), start, finish, tokens, r.get("prompt_tokens") or 0, done))
             done += tokens
     by_inst: dict[int, list] = {}
     for c in chunks:

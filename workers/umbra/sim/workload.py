@@ -155,6 +155,11 @@ def trace_row(rec) -> dict:
     if not isinstance(policy, str) or not _POLICY_NAME.fullmatch(policy):
         raise ValueError("policy must be a name of at most 40 letters, digits or ._:+-")
     row["policy"] = policy
+    finish = rec.get("finish_s")  # measured (a bench trace): what `umbra sim --vs-trace` compares with
+    if finish is not None and (isinstance(finish, bool) or not isinstance(finish, (int, float))
+                               or not 0 <= finish <= 1e7):
+        raise ValueError("finish_s must be a number of seconds within [0, 1e7]")
+    row["finish_s"] = None if finish is None else float(finish)
     return row
 
 

@@ -10,12 +10,14 @@ from umbra.rollout.request import Request
 class Dispatch:
     """Run ``request`` on ``instance`` for at most ``max_tokens`` more tokens (one chunk).
     ``kv_resident``: the policy's KV ledger holds the request's context there (None: the
-    policy keeps no ledger)."""
+    policy keeps no ledger); ``kv_release``: requests whose KV on that instance the ledger
+    dropped since its last chunk there (the engine evicts them first)."""
 
     request: Request
     instance: int
     max_tokens: int
     kv_resident: bool | None = None
+    kv_release: tuple[str, ...] = ()
 
 
 class Policy:
@@ -84,7 +86,9 @@ class Policy:
 
     def _start(self, request: Request, instance: int, max_tokens: int, kv_resident: bool | None = None) -> Dispatch:
         self.running[instance] += 1
-        return Dispatch(request, instance, max_tokens, kv_resident)
+        ledger = getattr(self, "ledger", None)
+        release = ledger.take_dropped(instance) if ledger is not None else ()
+        return Dispatch(request, instance, max_tokens, kv_resident, release)
 
     def _dispatch_in_order(self, queue) -> list[Dispatch]:
         """Whole requests from the front of ``queue`` (a deque), each to the least-loaded

@@ -51,6 +51,9 @@ class KVLedger:
         self.group_refs: list[dict[tuple[int, int], list[int]]] = [{} for _ in self.capacity]
         self.n_parked = [0] * len(self.capacity)
         self.on: list[set[str]] = [set() for _ in self.capacity]  # request ids resident per instance
+        # per instance: requests whose KV there the ledger dropped (given up, moved away) and
+        # the engine has not been told yet; the next chunk sent there carries them
+        self.dropped: list[list[str]] = [[] for _ in self.capacity]
         self.given_up = 0          # parked requests whose KV the policy gave up (their next chunk re-prefills)
         self.given_up_tokens = 0   # context tokens of those requests
 
@@ -106,6 +109,7 @@ class KVLedger:
         res = self.residents.get(r.request_id)
         moved = res is not None and res.instance != instance
         if moved:
+            self.dropped[res.instance].append(r.request_id)
             self.release(r.request_id)
             res = None
         if res is None:
@@ -160,10 +164,20 @@ class KVLedger:
         """The policy gives up a parked request's KV (counted: its next chunk re-prefills)."""
         self.given_up += 1
         self.given_up_tokens += r.prompt_len + r.num_generated
+        res = self.residents.get(r.request_id)
+        if res is not None:
+            self.dropped[res.instance].append(r.request_id)
         self.release(r.request_id)
+
+    def take_dropped(self, instance: int) -> tuple[str, ...]:
+        """The requests whose KV on ``instance`` the ledger dropped since the last call: the
+        engine there evicts them first (``umbra.rollout.ledger_scheduler``)."""
+        out, self.dropped[instance] = tuple(self.dropped[instance]), []
+        return out
 
     def lose(self, instance: int) -> None:
         """The instance died: its KV is gone and it admits nothing more."""
         for rid in list(self.on[instance]):
             self.release(rid)
+        self.dropped[instance] = []
         self.capacity[instance] = 0

@@ -2,7 +2,9 @@
 placed by a KV ledger.
 
 Each switch can be turned off for ablations: ``divided=False`` runs requests whole,
-``context_aware=False`` dispatches in first-in-first-out order.
+``context_aware=False`` dispatches first come, first served by each request's first
+arrival (vLLM's own order: a started request goes before a later one, as a preempted one
+does).
 """
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from collections import deque
 
 from umbra.rollout.policies.base import Dispatch, Policy
 from umbra.rollout.policies.kv_ledger import KVBudget, KVLedger
+from umbra.rollout.policies.length_history import LengthHistory
 from umbra.rollout.request import Request
 
 
@@ -53,13 +56,16 @@ class SeerPolicy(Policy):
     - An instance with nothing running whose best parked request cannot grow gives up its
       lowest-ranked parked requests' KV until it can, equals included.
     - Anti-starvation: a request that has waited ``starvation_limit`` decisions goes first.
+    - ``length_history`` (True, or a :class:`~umbra.rollout.policies.length_history.LengthHistory`;
+      kept across rollouts): a group's estimate starts at the longest remembered response to
+      its prompt instead of unknown, and every finished response is remembered.
     """
 
     name = "seer"
 
     def __init__(self, chunk_tokens: int = 64, divided: bool = True, context_aware: bool = True,
                  affinity_spread: int = 1, starvation_limit: int = 10_000, kv_block_tokens: int = 1,
-                 estimate_floor: bool = True, growth_reserve: bool | str = True):
+                 estimate_floor: bool = True, growth_reserve: bool | str = True, length_history=None):
         if chunk_tokens < 1:
             raise ValueError("chunk_tokens must be >= 1")
         if kv_block_tokens < 1:
@@ -73,6 +79,8 @@ class SeerPolicy(Policy):
         self.starvation_limit = starvation_limit
         self.estimate_floor = estimate_floor
         self.growth_reserve = growth_reserve
+        # True: a history of its own, kept across this object's rollouts (the run's policy object)
+        self.length_history = LengthHistory() if length_history is True else (length_history or None)
 
     def reset(self, groups, capacities, kv: KVBudget | None = None) -> None:
         super().reset(groups, capacities, kv)
@@ -81,10 +89,13 @@ class SeerPolicy(Policy):
             longest = max((r.prompt_len + r.max_tokens for g in groups for r in g), default=0)
             if any(0 < c < self.ledger.blocks(longest) for c in self.ledger.capacity):
                 raise ValueError(f"a request may hold {longest} tokens, more than an instance's KV cache")
-        self.estimate: dict[int, int | None] = {g[0].group_id: None for g in groups if g}
+        history = self.length_history
+        self.estimate: dict[int, int | None] = {
+            g[0].group_id: history.prior(g[0]) if history is not None else None for g in groups if g}
         self.speculative = {g[0].request_id for g in groups if g} if self.context_aware else set()
         self.members = {g[0].group_id: g for g in groups if g}
         self.by_id = {r.request_id: r for g in groups for r in g}
+        self.position = {r.request_id: n for n, r in enumerate(self.by_id.values())}  # arrival order
         self.migrations = 0
         self.tick = 0      # decisions so far (the anti-starvation clock)
         self.counter = 0   # heap entry serial: first come among equal keys; marks stale entries
@@ -99,7 +110,7 @@ class SeerPolicy(Policy):
     # -- buffer ---------------------------------------------------------------
     def _key(self, r: Request) -> tuple:
         if not self.context_aware:
-            return (0,)
+            return (0, self.position[r.request_id])  # first come, by first arrival
         if r.request_id in self.speculative:
             return (0, r.num_generated)  # probes: fewest generated first
         est = self.estimate[r.group_id]
@@ -341,6 +352,8 @@ class SeerPolicy(Policy):
             self.ledger.chunk_done(request)
         if request.done:
             self._update_estimate(request.group_id, request.num_generated)
+            if self.length_history is not None:
+                self.length_history.record(request)
         super().on_chunk_done(request, instance)
 
     def _requeue(self, request: Request) -> None:

@@ -8,10 +8,12 @@ from umbra.rollout.policies import make_policy
 
 # Seer ablations: which switch each name turns off (divided alone = FIFO chunks, no speculation).
 SEER_VARIANTS = {"seer": {}, "seer-no-spec": {"spec": False}, "seer-no-context": {"context_aware": False},
-                 "seer-no-divided": {"divided": False}, "seer-divided": {"context_aware": False, "spec": False}}
+                 "seer-no-divided": {"divided": False}, "seer-divided": {"context_aware": False, "spec": False},
+                 # beyond the paper: seer without speculation, group estimates primed by earlier rollouts
+                 "seer-history": {"spec": False, "length_history": True}}
 BASELINES = ("verl", "static-group", "request-lb", "oracle-lfs")
 VARIANT_NAMES = ("verl", "static-group", "request-lb", "seer-divided", "seer-no-spec", "seer", "seer-no-context",
-                 "seer-no-divided", "oracle-lfs")
+                 "seer-no-divided", "seer-history", "oracle-lfs")
 # What bench, sim and the what-if page compare unless told otherwise.
 DEFAULT_VARIANTS = ("verl", "static-group", "request-lb", "seer-no-spec", "seer", "oracle-lfs")
 # Seer Table 4's rows: baseline (veRL), + divided rollout, + context-aware scheduling, + grouped SD.
