@@ -190,3 +190,26 @@ def test_trace_samples_count_only_chunks_of_the_same_policy_rollout():
     # two policies' rollouts, each timed from 0 on instance 0: never one batch of 2
     recs = [{"policy": p, "prompt_tokens": 10, "chunks": [[0, 0.0, 32.0, 32]]} for p in ("a", "b")]
     assert [s[0] for s in samples_from_trace(recs)] == [1, 1]
+
+
+def test_versus_trace_takes_each_policy_cluster_and_checks_every_workload():
+    from umbra.sim.compare import versus_trace
+
+    def rec(policy, i, instances, max_tokens=8):
+        return json.dumps({"policy": policy, "group": 0, "index": i, "prompt_tokens": 4, "output_tokens": 3,
+                           "max_tokens": max_tokens, "instances": instances, "capacity": 2, "finish_s": 3.0})
+
+    rows = parse_trace([rec("request-lb", 0, 1), rec("seer", 0, 3), rec("seer", 1, 3)])
+    seen = {}
+    versus_trace(rows, ["request-lb", "seer"], 4, None, False, "chunk", None, None, None,
+                 StepModel(c0=1.0, c_seq=0.0, c_ctx=0.0, c_prefill=0.0),
+                 check=lambda w: seen.setdefault(w.meta["policy"], w.cluster.instances))
+    assert seen == {"request-lb": 1, "seer": 3}  # each policy on the cluster it was recorded on
+
+    def refuse(w):
+        if w.meta["policy"] == "seer":
+            raise ValueError("too big")
+
+    with pytest.raises(ValueError, match="too big"):
+        versus_trace(rows, ["request-lb", "seer"], 4, None, False, "chunk", None, None, None,
+                     StepModel(c0=1.0, c_seq=0.0, c_ctx=0.0, c_prefill=0.0), check=refuse)

@@ -17,6 +17,7 @@ from umbra.rollout.policies.variants import DEFAULT_VARIANTS, KV_RESERVES, add_r
 
 FIELDS = ("rollout_time_s", "throughput_tok_s", "tail_time_s", "accept_len", "preemptions", "output_tokens",
           "migrations", "kv_given_up", "reprefill_tokens", "draft_tokens", "decode_tok_s")
+MAX_EPOCHS = 100
 RATIOS = ("throughput_vs_verl", "tail_vs_verl", "throughput_vs_static", "tail_vs_static")
 
 
@@ -57,9 +58,11 @@ def run(args: argparse.Namespace) -> int:
                 raise ValueError(f"--{flag.replace('_', '-')} must be >= 1")
         if not 0.0 <= args.temperature <= 2.0:
             raise ValueError("--temperature must be within [0, 2]")
+        if args.epochs > MAX_EPOCHS:
+            raise ValueError(f"--epochs must be <= {MAX_EPOCHS}")
         for flag, path in (("--json", args.json_path), ("--trace", args.trace_path)):
-            if path and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
-                raise ValueError(f"{flag}: folder of {path} does not exist")
+            if path and (os.path.isdir(path) or not os.path.isdir(os.path.dirname(os.path.abspath(path)))):
+                raise ValueError(f"{flag}: {path} is a folder or its folder does not exist")
     except ValueError as exc:
         print(f"umbra bench rollout: {exc}", file=sys.stderr)
         return 2

@@ -9,7 +9,7 @@ import os
 import sys
 import time
 
-from umbra.rollout.policies.variants import ABLATION, DEFAULT_VARIANTS, KV_RESERVES
+from umbra.rollout.policies.variants import ABLATION, DEFAULT_VARIANTS, KV_RESERVES, VARIANT_NAMES
 from umbra.sim.compare import simulate_policies, trace_cluster_workload
 
 MAX_CHUNKS_PER_REQUEST = 1024  # bounds the events of a simulation
@@ -21,7 +21,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workload", required=True,
                    help="a preset (moonlight, qwen2-vl-72b, kimi-k2) or trace:PATH (a JSONL trace)")
     p.add_argument("--group-size", type=int, default=8, help="G of a preset workload")
-    p.add_argument("--policies", default=",".join(DEFAULT_VARIANTS))
+    p.add_argument("--policies", default=None,
+                   help=f"default: {','.join(DEFAULT_VARIANTS)} (with --vs-trace: every policy the trace recorded)")
     p.add_argument("--ablation", action="store_true", help="Seer Table 4 shape: + divided, + context, + grouped SD")
     p.add_argument("--chunk-tokens", type=int, default=None, help="seer chunk size (default: max_tokens / 32)")
     p.add_argument("--accept-len", type=float, default=2.0,
@@ -78,8 +79,12 @@ def run(args: argparse.Namespace) -> int:
     from umbra.sim.spec_model import SpecModel
 
     try:
-        names = [a for a, _ in ABLATION] if args.ablation else [n.strip() for n in args.policies.split(",")
-                                                                 if n.strip()]
+        if args.policies is None and args.vs_trace and args.workload.startswith("trace:"):
+            from umbra.sim.workload import trace_policies
+
+            args.policies = ",".join(p for p in trace_policies(_trace_rows(args)) if p in VARIANT_NAMES)
+        policies = ",".join(DEFAULT_VARIANTS) if args.policies is None else args.policies
+        names = [a for a, _ in ABLATION] if args.ablation else [n.strip() for n in policies.split(",") if n.strip()]
         if not names:
             raise ValueError("--policies names no policy")
         for n in names:
@@ -100,17 +105,17 @@ def run(args: argparse.Namespace) -> int:
         print(f"umbra sim: {exc}", file=sys.stderr)
         return 2
     chunk = args.chunk_tokens or max(64, workload.max_tokens // 32)
-    if workload.max_tokens / chunk > MAX_CHUNKS_PER_REQUEST:
-        print(f"umbra sim: --chunk-tokens {chunk} would cut a {workload.max_tokens}-token request into more than "
-              f"{MAX_CHUNKS_PER_REQUEST} chunks; use at least {-(-workload.max_tokens // MAX_CHUNKS_PER_REQUEST)}",
-              file=sys.stderr)
+    try:
+        _check_chunks(workload, chunk)
+    except ValueError as exc:
+        print(f"umbra sim: {exc}", file=sys.stderr)
         return 2
+    if args.vs_trace:  # each policy on its own recorded requests and cluster
+        return _versus_trace(args, names, chunk, spec)
     n_req = sum(len(g) for g in workload.groups)
     print(f"workload {workload.name}: {n_req} requests in {len(workload.groups)} groups, max_tokens "
           f"{workload.max_tokens}, {workload.cluster.instances} instances x {workload.cluster.kv_tokens} KV tokens, "
           f"chunk {chunk}, accept_len {args.accept_len}{', shared KV' if args.shared_kv else ''}", flush=True)
-    if args.vs_trace:
-        return _versus_trace(args, names, chunk, spec)
     t0 = time.perf_counter()
     results = simulate_policies(workload, names, chunk, spec, args.shared_kv, args.kv_reserve)
     wall = time.perf_counter() - t0
@@ -128,17 +133,36 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_chunks(workload, chunk: int) -> None:
+    """Refuse a workload whose requests would need too many chunks (bounds the events)."""
+    if workload.max_tokens / chunk > MAX_CHUNKS_PER_REQUEST:
+        raise ValueError(f"--chunk-tokens {chunk} would cut a {workload.max_tokens}-token request into more than "
+                         f"{MAX_CHUNKS_PER_REQUEST} chunks; use at least "
+                         f"{-(-workload.max_tokens // MAX_CHUNKS_PER_REQUEST)}")
+
+
 def _versus_trace(args, names: list[str], chunk: int, spec) -> int:
     """``--vs-trace``: simulated beside measured, per recorded policy."""
     from umbra.sim.compare import versus_trace
 
-    rows = _trace_rows(args)
-    out = versus_trace(rows, names, chunk, spec, args.shared_kv, args.kv_reserve, args.instances, args.kv_tokens,
-                       args.max_batch, _step(args))
+    def check(w):
+        w.cluster.concurrency_cap(w.max_len)
+        _check_chunks(w, chunk)
+
+    try:
+        rows = _trace_rows(args)
+        out = versus_trace(rows, names, chunk, spec, args.shared_kv, args.kv_reserve, args.instances,
+                           args.kv_tokens, args.max_batch, _step(args), check)
+    except (ValueError, OSError) as exc:
+        print(f"umbra sim: {exc}", file=sys.stderr)
+        return 2
     if not out:
         print("umbra sim: --vs-trace: the trace holds none of these policies with measured finish times",
               file=sys.stderr)
         return 2
+    skipped = [n for n in names if n not in out]
+    if skipped:
+        print(f"not in the trace, or without measured finish times: {', '.join(skipped)}")
     cols = ("sim_time_s", "real_time_s", "time_ratio", "sim_tail_s", "real_tail_s", "tail_ratio")
     print(" | ".join([f"{'policy':<14}"] + [f"{c:>12}" for c in cols]))
     for name, r in out.items():

@@ -13,7 +13,8 @@ def trace_cluster_workload(rows: list[dict], policy: str | None, instances: int 
     fields; 2 and 32 when absent) unless overridden; KV = capacity x longest context."""
     from umbra.sim.workload import Cluster, workload_from_rows
 
-    first = rows[0]
+    chosen = policy if policy is not None else rows[0]["policy"]
+    first = next((r for r in rows if r["policy"] == chosen), rows[0])  # the chosen policy's cluster
     inst = instances or first["instances"] or 2
     batch = max_batch or first["capacity"] or 32
     w = workload_from_rows(rows, Cluster(inst, 1, batch, step), policy, None, name)
@@ -51,21 +52,27 @@ def simulate_policies(workload, names: list[str], chunk_tokens: int, spec, share
 
 
 def versus_trace(rows: list[dict], names: list[str], chunk_tokens: int, spec, shared_kv: bool, kv_reserve: str,
-                 instances: int | None, kv_tokens: int | None, max_batch: int | None, step) -> dict:
+                 instances: int | None, kv_tokens: int | None, max_batch: int | None, step, check=None) -> dict:
     """Each policy of ``names`` recorded in the trace, simulated on its own recorded requests
     and cluster, beside what was measured: per policy ``{"sim_time_s", "real_time_s",
     "time_ratio", "sim_tail_s", "real_tail_s", "tail_ratio"}`` (sim / real). Policies
-    without records, or whose records carry no ``finish_s``, are left out."""
+    without records, or whose records carry no ``finish_s``, are left out. Every policy's
+    workload is built, and passed to ``check`` (which raises ValueError to refuse it), before
+    any is simulated; a bad one raises ValueError."""
     from umbra.rollout.metrics import tail_time
     from umbra.sim.workload import trace_policies
 
-    out = {}
-    recorded = set(trace_policies(rows))
+    recorded, chosen = set(trace_policies(rows)), []
     for name in names:
         mine = [r for r in rows if r["policy"] == name]
         if name not in recorded or any(r["finish_s"] is None for r in mine):
             continue
         w = trace_cluster_workload(rows, name, instances, kv_tokens, max_batch, step, f"trace:{name}")
+        if check is not None:
+            check(w)
+        chosen.append((name, mine, w))
+    out = {}
+    for name, mine, w in chosen:
         sim = simulate_policies(w, [name], chunk_tokens, spec, shared_kv, kv_reserve)[name]
         finishes = [r["finish_s"] for r in mine]
         real_time, real_tail = max(finishes), tail_time(0.0, finishes)

@@ -24,7 +24,7 @@ class LengthHistory:
     prompts (the least recently recorded are dropped first)."""
 
     def __init__(self, keep: int = 16, max_prompts: int = 1_000_000):
-        if keep < 1 or max_prompts < 1:
+        if not (isinstance(keep, int) and isinstance(max_prompts, int)) or keep < 1 or max_prompts < 1:
             raise ValueError("a length history keeps >= 1 length for >= 1 prompt")
         self.keep, self.max_prompts = keep, max_prompts
         self._lengths: dict = {}
