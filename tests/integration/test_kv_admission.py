@@ -1,9 +1,9 @@
 """Admission by KV on a real vLLM engine whose KV cache is small (the tiny model, 48 blocks
 of 32 tokens): veRL's way (the whole share submitted at once) makes vLLM preempt, while
 Seer's KV ledger, sized from the engine's own block count, admits chunks so that vLLM never
-preempts, and every context token it re-prefills is one the ledger chose to give up, or the
-one token a chunk whose KV stayed cached recomputes: the engine's scheduler evicts what the
-ledger released, never a parked request's KV (vLLM's own LRU order would)."""
+preempts, and every context token it re-prefills is one the ledger chose to give up: the
+engine's scheduler evicts what the ledger released, never a parked request's KV (vLLM's own
+LRU order would)."""
 import pytest
 
 pytestmark = pytest.mark.integration
@@ -42,7 +42,7 @@ def test_verl_preempts_and_the_seer_ledger_does_not(small_kv_manager):
     keys = ("rollout/time_s", "rollout/preemptions", "rollout/reprefill_tokens", "rollout/output_tokens",
             "rollout/kv_given_up")
     print({k: (verl.metrics[k], seer.metrics[k]) for k in keys})  # (verl, seer), shown with -s
-    later_chunks = sum(len(r.chunks) - 1 for r in seer.requests)
-    accounted = seer_policy.ledger.given_up_tokens + later_chunks  # chunk ends leave 1 token past a block
-    assert seer.metrics["rollout/reprefill_tokens"] <= accounted, (
-        seer.metrics["rollout/reprefill_tokens"], seer_policy.ledger.given_up_tokens, later_chunks)
+    # every re-prefilled token belongs to a context the ledger gave up (a given-up request's
+    # blocks may still be cached when it comes back, so it can be fewer): parked KV is never lost
+    assert seer.metrics["rollout/reprefill_tokens"] <= seer_policy.ledger.given_up_tokens, (
+        seer.metrics["rollout/reprefill_tokens"], seer_policy.ledger.given_up_tokens)
