@@ -53,13 +53,17 @@ def _step(args):
 
 
 def _trace_rows(args) -> list[dict]:
+    """The trace's records, read and validated once per command (kept on ``args``)."""
     from umbra.sim.workload import parse_trace
 
-    path = args.workload[len("trace:"):]
-    if not os.path.isfile(path) or os.path.getsize(path) > 500_000_000:
-        raise ValueError(f"trace {path} is not a regular file of at most 500 MB")
-    with open(path) as fh:
-        return parse_trace(fh, path)
+    rows = getattr(args, "_trace_rows", None)
+    if rows is None:
+        path = args.workload[len("trace:"):]
+        if not os.path.isfile(path) or os.path.getsize(path) > 500_000_000:
+            raise ValueError(f"trace {path} is not a regular file of at most 500 MB")
+        with open(path) as fh:
+            rows = args._trace_rows = parse_trace(fh, path)
+    return rows
 
 
 def _workload(args):
