@@ -8,7 +8,7 @@ MODEL ?= smollm2
 PYTEST_ARGS ?=
 export VLLM_CPU_KVCACHE_SPACE ?= 1
 
-.PHONY: setup demo test test-fast browser openapi bench-compare bench-live
+.PHONY: setup demo test test-fast browser openapi fuzz-api bench-compare bench-live
 setup:
 	@bash scripts/setup.sh
 
@@ -30,6 +30,13 @@ test-fast: setup
 openapi: setup
 	@PYTHONPATH=platform:workers .venv/bin/python manage.py spectacular --file docs/openapi.yaml --validate
 	@echo "docs/openapi.yaml written"
+
+# The API contract test (schemathesis, every check and phase) with more examples per operation
+# and phase than the suite's 5; FUZZ_EXAMPLES / FUZZ_SEED change them.
+fuzz-api: setup
+	@bash scripts/services.sh
+	@UMBRA_FUZZ_EXAMPLES=$${FUZZ_EXAMPLES:-50} UMBRA_FUZZ_SEED=$${FUZZ_SEED:-1} \
+	  bash scripts/test.sh tests/platform/test_api_contract.py -s -q $(PYTEST_ARGS)
 
 bench-compare: setup browser
 	@bash scripts/services.sh

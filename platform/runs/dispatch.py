@@ -5,9 +5,10 @@ Plain functions, called by the thin Celery tasks in ``runs.tasks``; each returns
 task schedules next (:class:`Done`, :class:`Again`, :class:`Retry`, :class:`StartFollowing`),
 so this module never imports the tasks. The Ray Jobs API itself is ``runs.ray_jobs``.
 
-A killed worker's tasks stay unacknowledged in Redis until the broker's visibility timeout
-(an hour), so every worker that starts takes up the unfinished runs again
-(:func:`runs_to_recover`). Dispatch is idempotent (the job id is derived from the run id
+Which queued run is dispatched when is ``runs.queue``'s decision; :func:`dispatch` submits
+the run it is given. A killed worker's tasks stay unacknowledged in Redis until the
+broker's visibility timeout (an hour), so every worker that starts takes up the
+unfinished runs again (:func:`runs_to_recover`). Dispatch is idempotent (the job id is derived from the run id
 and attempt) and a follow chain holds a lease per run, so the duplicates this makes
 collapse to one Ray job and one chain of polls.
 """
@@ -212,11 +213,13 @@ def cancel(run_id: int) -> None:
 
 def runs_to_recover() -> tuple[list[int], list[int]]:
     """``(to_dispatch, to_follow)``: the unfinished runs a killed worker may have dropped.
-    Queued and dispatching runs are dispatched again (idempotent; dispatch then follows
-    them); running runs get a new follow chain (it ends itself if a live one exists)."""
+    Dispatching runs (the queue had chosen them) are dispatched again (idempotent; dispatch
+    then follows them); running runs get a new follow chain (it ends itself if a live one
+    exists). Queued runs are not here: they wait in the queue (``runs.queue``), which the
+    recovery pumps."""
     to_dispatch, to_follow = [], []
     for run_id, state in Run.objects.filter(
-            state__in=[Run.State.QUEUED, Run.State.DISPATCHING, Run.State.RUNNING]).values_list("pk", "state"):
+            state__in=[Run.State.DISPATCHING, Run.State.RUNNING]).values_list("pk", "state"):
         (to_follow if state == Run.State.RUNNING else to_dispatch).append(run_id)
     return to_dispatch, to_follow
 

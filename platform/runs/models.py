@@ -1,6 +1,7 @@
 """Experiments, runs and the state transitions of a run."""
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
 
 from teams.models import Team
 
@@ -59,6 +60,12 @@ class Run(models.Model):
     metrics_version = models.PositiveBigIntegerField(default=0)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True)
+    # When the run (or its latest attempt, after a resume) joined the queue: its place
+    # among its team's waiting runs (FIFO). See runs.queue.
+    queued_at = models.DateTimeField(default=timezone.now)
+    # When the queue last handed the run to the dispatcher: the team served longest ago
+    # goes first (round-robin between teams).
+    dispatched_at = models.DateTimeField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 

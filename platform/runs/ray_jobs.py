@@ -82,6 +82,38 @@ def client_for(run_config: dict):
         raise ClusterUnavailable(redact(f"Ray cluster at {address} does not answer: {exc}")) from None
 
 
+# Seconds the state API may take to list the cluster's nodes.
+NODES_TIMEOUT_S = 10
+
+
+def cluster_totals(run_config: dict) -> dict[str, float]:
+    """The total resources (Ray's ``CPU``, ``GPU``, ``memory``, ...) of the alive nodes of
+    the run's cluster, from the state API on its dashboard address (``/api/v0/nodes``, what
+    ``ray list nodes`` reads): one HTTP request, and the GCS's current view of the nodes.
+
+    Totals, not what is free: Ray reports free resources only through the autoscaler's
+    status, seconds late, and a run just submitted takes a while (engines load) before
+    its actors hold anything; the queue counts the runs it dispatched against the totals
+    instead (``runs.queue``). Starts the local head if that is the target. Raises
+    ClusterUnavailable when the cluster does not answer.
+    """
+    address = cluster_address(run_config)
+    if address == settings.LOCAL_RAY_DASHBOARD and not run_config.get("cluster"):
+        ensure_local_head()
+    from ray.util.state import list_nodes
+
+    try:
+        nodes = list_nodes(address=address, filters=[("state", "=", "ALIVE")], detail=True,
+                           timeout=NODES_TIMEOUT_S, raise_on_missing_output=False)
+    except Exception as exc:  # noqa: BLE001 - connection refused, timeouts, an old dashboard
+        raise ClusterUnavailable(redact(f"Ray cluster at {address} does not list its nodes: {exc}")) from None
+    totals: dict[str, float] = {}
+    for node in nodes:
+        for name, amount in (node.resources_total or {}).items():
+            totals[name] = totals.get(name, 0.0) + float(amount)
+    return totals
+
+
 def job_exists(client, submission_id: str) -> bool:
     """Whether the cluster knows a job ``submission_id`` (in any state)."""
     try:

@@ -2,22 +2,28 @@
 the API and commands change runs only through here.
 
 The lifecycle itself (``transition``, ``RESUMABLE``) lives in ``runs.lifecycle`` and is
-re-exported here; the Ray dispatch is ``runs.dispatch``, the ingestion token
-``runs.ingest_tokens``. Services that hand work to Celery import ``runs.tasks``; nothing
-those tasks import imports this module back.
+re-exported here; when a queued run is dispatched is ``runs.queue``'s decision, the
+submission limits are ``runs.limits``, the Ray dispatch is ``runs.dispatch``, the
+ingestion token ``runs.ingest_tokens``. Services that hand work to Celery import
+``runs.tasks``; nothing those tasks import imports this module back.
 """
 from __future__ import annotations
 
+from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
+from django.utils import timezone
 
+from runs import queue
 from runs.ingest_tokens import revoke_ingest_token
 from runs.lifecycle import RESUMABLE, transition
+from runs.limits import SubmissionRefused, check_submission
 from runs.models import Experiment, Run, RunEvent
-from runs.tasks import cancel_run, dispatch_run
+from runs.tasks import cancel_run, request_pump
+from teams.models import Team
 from umbra.config import RunConfig
 
-__all__ = ["RESUMABLE", "ExperimentNameTaken", "create_experiment", "create_run", "request_cancel",
-           "request_resume", "transition", "update_experiment"]
+__all__ = ["RESUMABLE", "ExperimentNameTaken", "SubmissionRefused", "create_experiment", "create_run",
+           "preview_run", "request_cancel", "request_resume", "transition", "update_experiment"]
 
 EDITABLE_EXPERIMENT_FIELDS = ("description", "tags", "visibility")
 
@@ -53,13 +59,32 @@ def update_experiment(experiment: Experiment, **changes) -> Experiment:
 
 def create_run(user, team, experiment_name: str, config: RunConfig) -> Run:
     """Store a queued run of ``config`` under the team's experiment ``experiment_name``
-    (created if new) and hand it to Celery for dispatch once committed."""
+    (created if new) and, once committed, have the queue look at it (``runs.queue``: it
+    is dispatched when its cluster can hold it).
+
+    Raises SubmissionRefused (nothing stored) past the team's or the user's limits
+    (``runs.limits``); the team and user rows stay locked until commit so that two
+    submissions at once are counted one after the other.
+    """
     with transaction.atomic():
+        Team.objects.select_for_update().filter(pk=team.pk).first()
+        if user is not None:
+            get_user_model().objects.select_for_update().filter(pk=user.pk).first()
+        check_submission(user, team)
         experiment, _ = Experiment.objects.get_or_create(team=team, name=experiment_name.strip())
         run = Run.objects.create(experiment=experiment, config=config.model_dump(), created_by=user)
         RunEvent.objects.create(run=run, from_state="", to_state=Run.State.QUEUED, reason="submitted")
-        transaction.on_commit(lambda: dispatch_run.delay(run.pk))
+        transaction.on_commit(request_pump)
     return run
+
+
+def preview_run(user, team, experiment_name: str, config: RunConfig) -> dict:
+    """What :func:`create_run` would do, storing nothing (a validate-only submission):
+    the normalised config, the team, the experiment name and the 1-based place the run
+    would take in its cluster's queue. Raises SubmissionRefused as create_run would."""
+    check_submission(user, team)
+    return {"dry_run": True, "config": config.model_dump(), "team": team.slug,
+            "experiment": experiment_name.strip(), "queue_position": queue.would_be_position(team, config)}
 
 
 def request_resume(run: Run) -> bool:
@@ -75,19 +100,21 @@ def request_resume(run: Run) -> bool:
             return False
         locked.attempt += 1
         locked.ray_job_id, locked.finished_at = "", None
+        locked.queued_at = timezone.now()  # the attempt joins the end of its team's line
         # The earlier attempt's token must not write into this attempt's history.
         revoke_ingest_token(locked, save=False)
-        locked.save(update_fields=["attempt", "ray_job_id", "finished_at", "ingest_token_hash",
+        locked.save(update_fields=["attempt", "ray_job_id", "finished_at", "queued_at", "ingest_token_hash",
                                    "ingest_token_expires_at"])
         transition(run.pk, Run.State.QUEUED, f"resume requested: attempt {locked.attempt} continues from "
                                              "the latest checkpoint")
-        transaction.on_commit(lambda: dispatch_run.delay(run.pk))
+        transaction.on_commit(request_pump)
     return True
 
 
 def request_cancel(run: Run) -> None:
-    """Cancel ``run``: a queued run is cancelled at once; a dispatched one gets its
-    Ray job stopped by a Celery task (the follow task records ``cancelled``)."""
+    """Cancel ``run``: a queued run is cancelled at once and never starts (the queue
+    dispatches only runs still queued); a dispatched one gets its Ray job stopped by a
+    Celery task (the follow task records ``cancelled``)."""
     if run.state == Run.State.QUEUED:
         transition(run.pk, Run.State.CANCELLED, "cancelled before dispatch")
     elif not run.is_terminal:

@@ -2,7 +2,8 @@
 
 ``state_changed`` is sent once the transaction that moved a run to a new state has
 committed (``runs.lifecycle.transition``), with ``run_id``, ``state`` and ``reason``.
-Connected in the receivers' AppConfig.ready: telemetry pushes the state to open
+Connected in the receivers' AppConfig.ready: the queue looks for room when a run ends
+(``runs.receivers``), telemetry pushes the state to open
 dashboards (``telemetry.receivers``), compare warms a finished run's caches
 (``compare.receivers``).
 """

@@ -8,10 +8,11 @@ from django.http import HttpResponseForbidden
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
+from runs import queue
 from runs.forms import RunForm
-from runs.models import Experiment
+from runs.models import Experiment, Run
 from runs.selectors import can_act_on, run_for, visible_runs
-from runs.services import RESUMABLE, create_run, request_cancel, request_resume, update_experiment
+from runs.services import RESUMABLE, SubmissionRefused, create_run, request_cancel, request_resume, update_experiment
 from teams.selectors import team_for_member, teams_of
 
 
@@ -26,9 +27,13 @@ def home(request):
 
 @login_required
 def team_runs(request, slug: str):
-    """Runs of one team, newest first."""
+    """Runs of one team, newest first; a queued run shows its place in the queue."""
     team, member = team_for_member(request.user, slug)
-    runs = visible_runs(request.user).filter(experiment__team=team).order_by("-created_at")[:200]
+    runs = list(visible_runs(request.user).filter(experiment__team=team).order_by("-created_at")[:200])
+    if any(run.state == Run.State.QUEUED for run in runs):
+        places = queue.positions()
+        for run in runs:
+            run.queue_position = places.get(run.pk)
     return render(request, "runs/list.html", {"team": team, "runs": runs, "can_submit": member.can_submit(),
                                               "teams": teams_of(request.user),
                                               "experiments": team.experiments.order_by("name"),
@@ -59,10 +64,15 @@ def new_run(request, slug: str):
     if not member.can_submit():
         return HttpResponseForbidden("viewers cannot submit runs")
     form = RunForm(request.POST or None, request.FILES or None)
-    if request.method == "POST" and form.is_valid():
-        run = create_run(request.user, team, form.cleaned_data["experiment"], form.cleaned_data["config"])
-        return redirect("run-dashboard", run_id=run.pk)
     status = 400 if request.method == "POST" else 200
+    if request.method == "POST" and form.is_valid():
+        try:
+            run = create_run(request.user, team, form.cleaned_data["experiment"], form.cleaned_data["config"])
+        except SubmissionRefused as exc:  # the team's queue is full, or the user's rate is spent
+            form.add_error(None, str(exc))
+            status = 429
+        else:
+            return redirect("run-dashboard", run_id=run.pk)
     return render(request, "runs/new.html", {"team": team, "form": form}, status=status)
 
 
@@ -75,7 +85,8 @@ def run_dashboard(request, run_id: int):
     run = run_for(request.user, run_id)
     total = run.events.count()
     events = list(run.events.all()[max(0, total - DASHBOARD_EVENTS):])  # the latest; the API has them all
-    return render(request, "runs/dashboard.html", {"run": run, "events": events,
+    place = queue.positions().get(run.pk) if run.state == Run.State.QUEUED else None
+    return render(request, "runs/dashboard.html", {"run": run, "events": events, "queue_position": place,
                                                    "events_hidden": total - len(events),
                                                    "has_job_events": any(e.kind == "job" for e in events),
                                                    "config": sorted(run.config.items()),

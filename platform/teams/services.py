@@ -11,11 +11,19 @@ class MembershipError(ValueError):
     """A refused membership change; the message says why."""
 
 
+class NoSuchMember(MembershipError):
+    """The user named does not exist (or, for a removal, is not in the team)."""
+
+
+class LastAdmin(MembershipError):
+    """The change would leave the team without an admin."""
+
+
 def _keep_an_admin(team: Team, user, new_role: str | None) -> None:
     admins = list(team.memberships.select_for_update().filter(role=Membership.Role.ADMIN)
                   .values_list("user_id", flat=True))
     if admins == [user.pk] and new_role != Membership.Role.ADMIN:
-        raise MembershipError("a team keeps at least one admin")
+        raise LastAdmin("a team keeps at least one admin")
 
 
 def set_role(team: Team, username: str, role: str) -> Membership:
@@ -27,7 +35,7 @@ def set_role(team: Team, username: str, role: str) -> Membership:
         raise MembershipError(f"role must be one of {', '.join(Membership.Role.values)}")
     user = get_user_model().objects.filter(username=username).first()
     if user is None:
-        raise MembershipError("no such user")
+        raise NoSuchMember("no such user")
     with transaction.atomic():
         _keep_an_admin(team, user, role)
         member, _ = Membership.objects.update_or_create(user=user, team=team, defaults={"role": role})
@@ -39,6 +47,6 @@ def remove_member(team: Team, username: str) -> None:
     with transaction.atomic():
         member = team.memberships.filter(user__username=username).select_related("user").first()
         if member is None:
-            raise MembershipError("not a member of this team")
+            raise NoSuchMember("not a member of this team")
         _keep_an_admin(team, member.user, None)
         member.delete()

@@ -73,11 +73,6 @@ def _upsert_points(run_id: int, points) -> None:
     PostgreSQL instead of one ORM object per point (ingestion runs at 10k points/s)."""
     if not points:
         return
-    if connection.vendor != "postgresql":  # e.g. a SQLite development database
-        MetricPoint.objects.bulk_create(
-            [MetricPoint(run_id=run_id, name=p.name, step=p.step, value=p.value) for p in points],
-            update_conflicts=True, unique_fields=["run", "name", "step"], update_fields=["value", "wall_time"])
-        return
     table = MetricPoint._meta.db_table
     with connection.cursor() as cur:
         cur.execute(

@@ -1,13 +1,16 @@
 """Settings, all overridable from the environment.
 
-Embedded default: SQLite under var/, the local Redis, a local Ray head started
-on demand. Production: DATABASE_URL (PostgreSQL), REDIS_URL, RAY_ADDRESS.
+Default: the local PostgreSQL (database ``umbra``, created by `make demo`), the local
+Redis, a local Ray head started on demand. Production: DATABASE_URL, REDIS_URL, RAY_ADDRESS.
 """
 import os
 import sys
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+from umbra_site.installation import installation_name
 
 BASE_DIR = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(BASE_DIR / "workers"))
@@ -39,6 +42,7 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "django_filters",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI's files, served from here (no CDN) at /api/docs/
     "teams",
     "runs",
     "telemetry",
@@ -51,6 +55,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "umbra_site.middleware.RejectNulBytes",
+    "api.middleware.RefuseEmptyQueryValues",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -74,25 +79,35 @@ TEMPLATES = [{
 ASGI_APPLICATION = "umbra_site.asgi.application"
 WSGI_APPLICATION = None
 
-DATABASES = {"default": dj_database_url.parse(
-    os.environ.get("DATABASE_URL", f"sqlite:///{VAR_DIR / 'umbra.sqlite3'}"), conn_max_age=0)}
+# PostgreSQL only, the one database of the demo, the tests and production: queries such
+# as the tag filter (JSON containment) exist on no other backend.
+DATABASE_URL = os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/umbra")
+DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=0)}
+if DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
+    raise ImproperlyConfigured(f"DATABASE_URL must be a PostgreSQL URL (postgres://user@host:port/name), "
+                               f"not {DATABASE_URL.split(':', 1)[0]}: Umbra runs on PostgreSQL only")
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
+# One name per installation (derived from the database, see umbra_site.installation): the
+# default Celery queue and Channels/cache prefix, so that two platforms sharing a Redis
+# never take each other's tasks. UMBRA_CELERY_QUEUE / UMBRA_CHANNEL_PREFIX override each.
+UMBRA_INSTALLATION = os.environ.get("UMBRA_INSTALLATION") or installation_name(DATABASES["default"])
+UMBRA_CHANNEL_PREFIX = os.environ.get("UMBRA_CHANNEL_PREFIX") or UMBRA_INSTALLATION
 # socket_timeout above channels_redis's 5 s blocking read, or idle sockets time out and drop.
 CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer",
                               "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": 30}],
-                                         "prefix": os.environ.get("UMBRA_CHANNEL_PREFIX", "umbra")}}}
+                                         "prefix": UMBRA_CHANNEL_PREFIX}}}
 # Downsampled series and run statistics are cached here, keyed by each run's metrics_version.
 CACHES = {
     "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL,
-                "KEY_PREFIX": os.environ.get("UMBRA_CHANNEL_PREFIX", "umbra"), "TIMEOUT": 7 * 24 * 3600},
+                "KEY_PREFIX": UMBRA_CHANNEL_PREFIX, "TIMEOUT": 7 * 24 * 3600},
     "throttle": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "throttle"},
 }
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", REDIS_URL)
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_ACKS_LATE = True
-CELERY_TASK_DEFAULT_QUEUE = os.environ.get("UMBRA_CELERY_QUEUE", "umbra")
+CELERY_TASK_DEFAULT_QUEUE = os.environ.get("UMBRA_CELERY_QUEUE") or UMBRA_INSTALLATION
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 
 # Ray: empty RAY_ADDRESS means a local head at LOCAL_RAY_DASHBOARD, started on demand.
@@ -124,6 +139,28 @@ UMBRA_FOLLOW_INTERVAL_S = float(os.environ.get("UMBRA_FOLLOW_INTERVAL_S", "2"))
 # How long the Ray cluster may fail to answer about a run's job before the run is marked failed.
 UMBRA_FOLLOW_GRACE_S = float(os.environ.get("UMBRA_FOLLOW_GRACE_S", "30"))
 
+
+def _count_setting(name: str, default: int) -> int:
+    """A whole number >= 0 from the environment; anything else stops the start with its name."""
+    raw = os.environ.get(name, str(default))
+    if not raw.strip().isdigit():
+        raise RuntimeError(f"{name} must be a whole number >= 0, not {raw!r}")
+    return int(raw)
+
+
+# The run queue (runs.queue): a run is dispatched when its cluster can hold it. Per team:
+# at most UMBRA_TEAM_MAX_QUEUED runs waiting (more submissions are refused, HTTP 429) and
+# UMBRA_TEAM_MAX_RUNNING dispatched at once (the others wait). Per user: at most
+# UMBRA_USER_MAX_SUBMISSIONS submissions in UMBRA_USER_SUBMISSION_WINDOW_S seconds (429).
+# 0 for a limit = no limit. Documented in README.md (Settings) and docs/api.md.
+UMBRA_TEAM_MAX_QUEUED = _count_setting("UMBRA_TEAM_MAX_QUEUED", 20)
+UMBRA_TEAM_MAX_RUNNING = _count_setting("UMBRA_TEAM_MAX_RUNNING", 4)
+UMBRA_USER_MAX_SUBMISSIONS = _count_setting("UMBRA_USER_MAX_SUBMISSIONS", 30)
+UMBRA_USER_SUBMISSION_WINDOW_S = _count_setting("UMBRA_USER_SUBMISSION_WINDOW_S", 600)
+# Seconds between two looks at the clusters while runs wait (besides the looks when a run
+# is submitted, ends or is cancelled).
+UMBRA_QUEUE_RETRY_S = _count_setting("UMBRA_QUEUE_RETRY_S", 10) or 1
+
 MEDIA_ROOT = VAR_DIR / "media"
 DATASET_UPLOAD_MAX_BYTES = 20 * 1024 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = 8 * 1024 * 1024  # metric batches above this are refused with 400
@@ -140,13 +177,12 @@ REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["rest_framework.authentication.TokenAuthentication",
                                        "rest_framework.authentication.SessionAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    "DEFAULT_PAGINATION_CLASS": "api.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer",
-                                 "rest_framework.renderers.BrowsableAPIRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["api.parsers.BoundedJSONParser", "rest_framework.parsers.FormParser",
-                               "rest_framework.parsers.MultiPartParser"],
+    "DEFAULT_SCHEMA_CLASS": "api.schema.ApiAutoSchema",
+    # JSON in and out (docs/api.md); people read the API at /api/docs/ (Swagger UI).
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["api.parsers.BoundedJSONParser"],
     "EXCEPTION_HANDLER": "api.exceptions.api_exception_handler",
     # Client addresses (login throttling) come from the socket, never from X-Forwarded-For,
     # unless the operator says how many proxies sit in front.
@@ -159,6 +195,13 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
     "COMPONENT_SPLIT_REQUEST": True,
+    "SWAGGER_UI_DIST": "SIDECAR",  # Swagger UI from drf-spectacular-sidecar's static files
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    # The Ray job's ingestion (POST /api/runs/{id}/metrics/) signs in with its run's token.
+    "APPEND_COMPONENTS": {"securitySchemes": {"ingestToken": {
+        "type": "http", "scheme": "bearer",
+        "description": "The run's ingestion token, given to its Ray job at dispatch (not a user's token)"}}},
 }
 
 LOGIN_URL = "/accounts/login/"

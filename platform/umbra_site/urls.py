@@ -16,3 +16,5 @@ urlpatterns = [
     path("", include("teams.urls")),
     path("", include("whatif.urls")),
 ]
+# Under /api/, errors are JSON (api/urls.py ends with a JSON 404 for unmatched paths).
+handler500 = "api.views.errors.server_error"

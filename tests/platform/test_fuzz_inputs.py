@@ -108,6 +108,8 @@ DATASET = st.one_of(st.none(), st.binary(max_size=300),
 
 def test_generated_run_forms_never_get_a_server_error(client, team_user, settings, tmp_path):
     settings.MEDIA_ROOT = tmp_path
+    # Every accepted form stores a run: the submission limits (tests/platform/test_run_submission_limits.py) stay out.
+    settings.UMBRA_TEAM_MAX_QUEUED = settings.UMBRA_USER_MAX_SUBMISSIONS = 0
     team, user = team_user
     client.force_login(user)
     answers = []

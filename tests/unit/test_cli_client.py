@@ -311,3 +311,91 @@ def test_ctrl_c_exits_130_quietly(monkeypatch, capsys):
     assert cli.main(["follow", "3"]) == 130
     captured = capsys.readouterr()
     assert captured.out == "" and captured.err == ""
+
+
+# --- issue 18: version, new commands, --json, follow's plain lines -------------------------------
+
+def test_version_is_the_installed_distributions(capsys):
+    from importlib import metadata
+
+    assert cli.main(["--version"]) == 0
+    assert capsys.readouterr().out == f"umbra {metadata.version('umbra')}\n"
+
+
+def test_parser_knows_the_new_commands_and_their_json_flag():
+    p = cli.build_parser()
+    for command in ("show", "logs", "events", "resume", "cancel"):
+        a = p.parse_args([command, "#5", "--json"])
+        assert (a.command, a.run, a.json) == (command, 5, True)
+    for argv in (["runs", "--json"], ["whoami", "--json"], ["compare", "1", "--json"],
+                 ["submit", "c.yaml", "--json", "--dry-run"]):
+        assert p.parse_args(argv).json is True
+    assert p.parse_args(["submit", "c.yaml", "--dry-run"]).dry_run is True
+    assert p.parse_args(["logout", "--url", "http://h:1"]).url == "http://h:1"
+
+
+def test_a_429_prints_the_servers_detail_on_one_line_and_exits_1():
+    err = error_from_response(response(429, {"detail": "team alpha already has 4 queued runs (the limit)"}))
+    assert (err.exit_code, err.lines()) == (1, ["umbra: team alpha already has 4 queued runs (the limit)"])
+
+
+def test_a_404_names_what_is_missing():
+    err = error_from_response(response(404, {"detail": "no such run"}))
+    assert err.naming("run 42").lines() == ["umbra: no run 42 (or not visible to you)"]
+    err = error_from_response(response(409, {"detail": "run has already ended"}))
+    assert err.naming("run 42").message == "run has already ended"  # only a 404 is renamed
+
+
+def test_durations_eta_and_queue_positions():
+    from umbra.client.render import fmt_duration, state_label
+
+    assert (fmt_duration(0), fmt_duration(83.4), fmt_duration(90061), fmt_duration(None)) == \
+           ("0:00:00", "0:01:23", "25:01:01", "–")
+    assert follow_cmd.eta_s(1, 3, [10.0], 12.0) == 20.0  # mean iteration time so far
+    assert follow_cmd.eta_s(2, 4, [], 60.0) == 60.0  # no iteration times yet: elapsed per iteration
+    assert follow_cmd.eta_s(0, 3, [], 5.0) is None and follow_cmd.eta_s(1, None, [1.0], 1.0) is None
+    assert state_label("queued", 2) == "queued (#2)" and state_label("queued", None) == "queued"
+    assert state_label("running", 2) == "running"
+
+
+def test_follow_lines_count_from_the_runs_start():
+    run = {"id": 7, "state": "running", "iterations_total": 4, "iterations_done": 2,
+           "created_at": "2026-01-01T09:00:00Z", "started_at": "2026-01-01T10:00:00Z", "finished_at": None}
+    metrics = {"series": {"iteration/time_s": {"x": [0, 1], "y": [30.0, 50.0]},
+                          "reward/mean": {"x": [0, 1], "y": [0.1, 0.3]}}}
+    now = follow_cmd.parse_time("2026-01-01T10:01:40Z")
+    assert follow_cmd.iteration_line(run, metrics, 1, now=now) == \
+        "run 7  iteration 1/4  elapsed 0:01:40  eta 0:01:30  reward 0.100"
+    assert follow_cmd.iteration_line(run, metrics, 2, now=now) == \
+        "run 7  iteration 2/4  elapsed 0:01:40  eta 0:01:20  reward 0.300"
+    assert follow_cmd.state_line({**run, "state": "queued", "queue_position": 3}) == "run 7  queued (#3)"
+    assert follow_cmd.elapsed_s({**run, "started_at": None}, now) == 3700.0  # created_at stands in
+
+
+def test_json_output_is_strict_and_logs_keep_their_lines(capsys):
+    from umbra.client.output import print_json
+    from umbra.client.render import printable_log
+
+    print_json({"a": float("nan"), "b": [1.5, float("inf")], "c": "é"})
+    out = capsys.readouterr().out
+    assert json.loads(out) == {"a": None, "b": [1.5, None], "c": "é"} and out.endswith("}\n")
+    assert printable_log("a\r\n\tb\x1b[0m\n") == "a\n    b?[0m\n"
+
+
+def test_show_lines_give_the_queue_position_of_a_queued_run():
+    from umbra.client.commands import show
+
+    lines = show.render_lines({**RUN, "state": "queued", "queue_position": 2, "iterations_done": 0,
+                               "latest_metrics": {}, "elapsed_s": None, "eta_s": None, "reason": None},
+                              "http://h/runs/7/")
+    rows = {line.split()[0]: line.split(None, 1)[1] for line in lines[1:]}
+    assert lines[0] == "Run 7" and rows["state"] == "queued (#2)" and rows["queue"] == "position 2"
+    assert rows["progress"] == "0/3 iterations" and rows["metrics"] == "none yet" and rows["url"] == "http://h/runs/7/"
+
+
+def test_logout_forgets_only_the_stored_servers_token(config_dir):
+    credentials.save("http://a.test", "tok")
+    assert credentials.forget("http://b.test") is None and credentials.load().token == "tok"
+    assert credentials.forget() == ("http://a.test", "tok")
+    assert json.loads(credentials.credentials_path().read_text()) == {"url": "http://a.test", "token": ""}
+    assert credentials.forget() is None

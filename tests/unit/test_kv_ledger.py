@@ -47,11 +47,20 @@ def within_capacity(policy):
         assert policy.running[i] <= policy.capacities[i]
 
 
+def within_capacity_and_fresh_reserve(policy):
+    """Also: the cached expected growth is what a fresh count over the residents gives."""
+    within_capacity(policy)
+    for i in range(len(policy.ledger.capacity)):
+        cached = policy._expected_growth(i)
+        policy._growth_cache.clear()
+        assert cached == policy._expected_growth(i)
+
+
 @settings(max_examples=80, deadline=None)
 @given(st.integers(1, 5), st.integers(1, 6), st.integers(1, 3), st.integers(1, 60), st.sampled_from([1, 4, 16]),
-       st.booleans(), st.booleans(), st.integers(0, 10_000))
+       st.booleans(), st.booleans(), st.integers(0, 10_000), st.sampled_from([True, "estimate", "adaptive", False]))
 def test_ledger_never_over_capacity_and_every_request_completes_once(n_groups, g_size, n_inst, max_tokens, block,
-                                                                     context_aware, shared_kv, seed):
+                                                                     context_aware, shared_kv, seed, reserve):
     rng = random.Random(seed)
     prompts = [[1] * rng.randint(1, 40) for _ in range(n_groups)]
     groups = make_groups(prompts, g_size, max_tokens, seed)
@@ -60,8 +69,9 @@ def test_ledger_never_over_capacity_and_every_request_completes_once(n_groups, g
     # from exactly one longest request per instance up to several
     kv = KVBudget([-(-longest // block) * block * rng.randint(1, 4) for _ in range(n_inst)], block,
                   shared_kv=shared_kv)
-    policy = SeerPolicy(chunk_tokens=rng.randint(1, 24), kv_block_tokens=block, context_aware=context_aware)
-    log = kv_rollout(policy, groups, [rng.randint(1, 6)] * n_inst, kv, true_len, within_capacity)
+    policy = SeerPolicy(chunk_tokens=rng.randint(1, 24), kv_block_tokens=block, context_aware=context_aware,
+                        growth_reserve=reserve)
+    log = kv_rollout(policy, groups, [rng.randint(1, 6)] * n_inst, kv, true_len, within_capacity_and_fresh_reserve)
     for g in groups:
         for r in g:
             want = min(true_len[r.request_id], max_tokens)
@@ -143,6 +153,16 @@ def test_a_full_instance_gives_up_the_lowest_ranked_parked_kv_and_counts_it():
     log = kv_rollout(p, groups, [4], KVBudget([4 + 4 + 8 + 8 + 30], 1), {"g0-r0": 40, "g1-r0": 40}, within_capacity)
     assert p.ledger.given_up >= 1 and p.ledger.given_up_tokens > 0
     assert [rid for rid, *_ in log].count("g0-r0") >= 5
+
+
+def test_the_adaptive_reserve_turns_to_estimates_after_a_give_up_and_keeps_that_across_rollouts():
+    # As above: without a reserve for growth the two requests overfill the KV and one gives up.
+    kv, true_len = KVBudget([4 + 4 + 8 + 8 + 30], 1), {"g0-r0": 40, "g1-r0": 40}
+    p = SeerPolicy(chunk_tokens=8, growth_reserve="adaptive")
+    kv_rollout(p, make_groups([[1] * 4, [2] * 4], 1, 40, 0), [4], kv, true_len, within_capacity)
+    assert p.ledger.given_up >= 1 and p.tight == {0}
+    kv_rollout(p, make_groups([[1] * 4, [2] * 4], 1, 40, 0), [4], kv, true_len, within_capacity)
+    assert p.ledger.given_up == 0  # the estimate reserve admits the second only when the first's growth fits
 
 
 def test_shared_prompt_blocks_are_held_once_per_group_and_instance():

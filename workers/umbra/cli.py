@@ -4,8 +4,8 @@
 ``umbra bench rollout ...`` compares rollout policies on real vLLM instances;
 ``umbra bench profile ...`` fits the simulator's step model to the real engine;
 ``umbra sim --workload NAME|trace:PATH ...`` simulates them at any scale;
-``umbra login|submit|runs|follow|cancel|compare`` talk to the platform's REST API
-(see ``umbra.client``).
+``umbra login|whoami|logout|submit|runs|show|follow|logs|events|cancel|resume|compare`` talk
+to the platform's REST API (see ``umbra.client``); ``umbra --version`` prints the version.
 """
 from __future__ import annotations
 
@@ -28,9 +28,11 @@ def build_parser() -> argparse.ArgumentParser:
     from umbra.bench import profile as bench_profile
     from umbra.bench import rollout as bench_rollout
     from umbra.client import commands as client_commands
+    from umbra.client.version import package_version
     from umbra.sim import cli as sim_cli
 
     parser = _Parser(prog="umbra", description="Umbra command-line tools")
+    parser.add_argument("--version", action="version", version=f"umbra {package_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     prep = sub.add_parser("prepare-model", help="build a named model (no download)")
     prep.add_argument("name", help="tiny or smollm2")

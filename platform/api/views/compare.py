@@ -7,10 +7,11 @@ import io
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
-from rest_framework.exceptions import ParseError
+from rest_framework.exceptions import NotFound, ParseError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from api.errors import error
 from api.serializers import CompareQuerySerializer
 from compare.services import build_comparison
 from compare.summary import COLUMNS
@@ -23,6 +24,8 @@ def _comparison(request) -> dict:
     q = CompareQuerySerializer(data=params)
     q.is_valid(raise_exception=True)
     v = q.validated_data
+    if v.get("reference") is not None and v["reference"] not in v["runs"]:  # names no run of this comparison
+        raise NotFound("reference must be one of the compared runs")
     try:
         return build_comparison(request.user, v["runs"], v.get("metrics"), x=v["x"], max_points=v["max_points"],
                                 reference=v.get("reference"))
@@ -45,8 +48,12 @@ def _csv(rows: list[list], filename: str) -> HttpResponse:
     return resp
 
 
+_ERRORS = {404: error(404, "a run id names no run the user may see, or `reference` is not among `runs`"),
+           503: error(503)}
+
+
 class CompareView(APIView):
-    @extend_schema(parameters=[CompareQuerySerializer], responses=OpenApiTypes.OBJECT)
+    @extend_schema(parameters=[CompareQuerySerializer], responses={200: OpenApiTypes.OBJECT, **_ERRORS})
     def get(self, request):
         """Summary table with ratios to the reference run, config diff and overlaid,
         downsampled series of the requested metrics (shape: docs/api.md, Compare)."""
@@ -55,7 +62,7 @@ class CompareView(APIView):
 
 class CompareSummaryCsvView(APIView):
     @extend_schema(parameters=[CompareQuerySerializer],
-                   responses={(200, "text/csv"): OpenApiResponse(OpenApiTypes.STR)})
+                   responses={(200, "text/csv"): OpenApiResponse(OpenApiTypes.STR), **_ERRORS})
     def get(self, request):
         """The summary table as CSV: one row per run, each column with its ratio."""
         doc = _comparison(request)
@@ -73,7 +80,7 @@ class CompareSummaryCsvView(APIView):
 
 class CompareSeriesCsvView(APIView):
     @extend_schema(parameters=[CompareQuerySerializer],
-                   responses={(200, "text/csv"): OpenApiResponse(OpenApiTypes.STR)})
+                   responses={(200, "text/csv"): OpenApiResponse(OpenApiTypes.STR), **_ERRORS})
     def get(self, request):
         """The downsampled series as CSV rows ``run,metric,x,y``."""
         doc = _comparison(request)

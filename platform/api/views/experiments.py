@@ -6,9 +6,10 @@ import django_filters
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.utils import extend_schema
 from rest_framework import generics, status
-from rest_framework.exceptions import PermissionDenied, ValidationError
+from rest_framework.exceptions import PermissionDenied
 from rest_framework.response import Response
 
+from api.errors import Conflict, error
 from api.serializers import ExperimentCreateSerializer, ExperimentSerializer
 from runs.models import Experiment
 from runs.selectors import experiment_for, visible_experiments
@@ -43,7 +44,9 @@ class ExperimentListView(generics.ListAPIView):
         """Experiments the user may see, newest first."""
         return super().get(request, *args, **kwargs)
 
-    @extend_schema(request=ExperimentCreateSerializer, responses={201: ExperimentSerializer})
+    @extend_schema(request=ExperimentCreateSerializer, responses={
+        201: ExperimentSerializer, 404: error(404, "no such team, or the user is not in it"),
+        409: error(409, "the team already has an experiment of that name")})
     def post(self, request):
         """Create an experiment in one of the user's teams (members and admins)."""
         data = ExperimentCreateSerializer(data=request.data)
@@ -55,7 +58,7 @@ class ExperimentListView(generics.ListAPIView):
         try:
             exp = create_experiment(team, v["name"], v["description"], v["tags"], v["visibility"])
         except ExperimentNameTaken as exc:
-            raise ValidationError({"name": [str(exc)]}) from None
+            raise Conflict(str(exc)) from None
         return Response(ExperimentSerializer(_with_counts(Experiment.objects.filter(pk=exp.pk)).get()).data,
                         status=status.HTTP_201_CREATED)
 

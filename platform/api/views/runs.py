@@ -4,22 +4,38 @@ from __future__ import annotations
 from django.db.models import Count, IntegerField, OuterRef, Subquery, Value
 from django.db.models.functions import Coalesce
 from django_filters.rest_framework import DjangoFilterBackend
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import generics, status
 from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from api.serializers import EventSerializer, LogSerializer, RunCreateSerializer, RunSerializer
+from api.errors import error
+from api.serializers import DryRunSerializer, EventSerializer, LogSerializer, RunCreateSerializer, RunSerializer
 from runs.config_check import check_config
 from runs.filters import RunFilter
 from runs.models import Run
 from runs.selectors import can_act_on, run_for, visible_runs
-from runs.services import create_run, request_cancel, request_resume
+from runs.services import SubmissionRefused, create_run, preview_run, request_cancel, request_resume
 from teams.selectors import team_for_member
 from telemetry.models import MetricPoint
 
 ITERATION_METRIC = "iteration/time_s"
+_YES, _NO = ("1", "true", "yes"), ("", "0", "false", "no")
+
+
+def _dry_run(request) -> bool:
+    """The ``dry_run`` query parameter: 1/true/yes or 0/false/no (absent = no); 400 otherwise."""
+    raw = request.query_params.get("dry_run", "").strip().lower()
+    if raw not in _YES + _NO:
+        raise ValidationError({"dry_run": ["must be 1 (validate only) or 0"]})
+    return raw in _YES
+
+
+def _refused(exc: SubmissionRefused) -> Response:
+    """429 with the limit's message; Retry-After where it is known."""
+    headers = {"Retry-After": str(exc.retry_after_s)} if exc.retry_after_s else None
+    return Response({"detail": str(exc)}, status=status.HTTP_429_TOO_MANY_REQUESTS, headers=headers)
 
 
 def with_progress(qs):
@@ -46,9 +62,20 @@ class RunListView(generics.ListAPIView):
         """Runs the user may see, newest first, filtered by the query parameters."""
         return super().get(request, *args, **kwargs)
 
-    @extend_schema(request=RunCreateSerializer, responses={201: RunSerializer})
+    @extend_schema(
+        request=RunCreateSerializer,
+        parameters=[OpenApiParameter("dry_run", {"type": "string", "enum": [v for v in _YES + _NO if v]},
+                                     description="1 (or true, yes): validate only, store nothing")],
+        responses={201: RunSerializer, 200: DryRunSerializer,
+                   404: error(404, "no such team, or the user is not in it"),
+                   429: error(429, "the team has its most runs waiting, or the user submitted too many "
+                                   "runs lately (`Retry-After` says when to try again)")})
     def post(self, request):
-        """Submit a run of ``config`` to the team's experiment (created if new); members and admins."""
+        """Submit a run of ``config`` to the team's experiment (created if new); members and admins.
+        It waits in the queue until its cluster can hold it. With ``?dry_run=1`` only validate:
+        200 with the normalised config and the queue position it would take, nothing stored.
+        429 past the team's queue limit or the user's submission rate."""
+        dry_run = _dry_run(request)
         data = RunCreateSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         v = data.validated_data
@@ -58,7 +85,12 @@ class RunListView(generics.ListAPIView):
         config, errors = check_config(v["config"], strict=True)
         if errors:
             raise ValidationError({"config": errors})
-        run = create_run(request.user, team, v["experiment"], config)
+        try:
+            if dry_run:
+                return Response(preview_run(request.user, team, v["experiment"], config))
+            run = create_run(request.user, team, v["experiment"], config)
+        except SubmissionRefused as exc:
+            return _refused(exc)
         return Response(RunSerializer(_visible_run(request, run.pk)).data, status=status.HTTP_201_CREATED)
 
 
@@ -70,7 +102,7 @@ class RunDetailView(APIView):
 
 
 class RunCancelView(APIView):
-    @extend_schema(request=None, responses={202: RunSerializer})
+    @extend_schema(request=None, responses={202: RunSerializer, 409: error(409, "the run has already ended")})
     def post(self, request, pk: int):
         """Request cancellation (members and admins of the run's team); 409 if it has ended."""
         run = run_for(request.user, pk)
@@ -83,7 +115,8 @@ class RunCancelView(APIView):
 
 
 class RunResumeView(APIView):
-    @extend_schema(request=None, responses={202: RunSerializer})
+    @extend_schema(request=None, responses={
+        202: RunSerializer, 409: error(409, "only a failed or cancelled run resumes")})
     def post(self, request, pk: int):
         """Resume a failed or cancelled run from its latest checkpoint as a new attempt
         (members and admins of the run's team); 409 for a run in any other state."""

@@ -9,12 +9,17 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.views import APIView
 
+from api.errors import error
 from runs.selectors import run_for
+
+_MAX = 2**31 - 1  # iterations are stored as 32-bit integers
 
 
 class RunTraceView(APIView):
-    @extend_schema(parameters=[OpenApiParameter("iteration", int, description="default: every iteration")],
-                   responses={(200, "application/x-ndjson"): OpenApiTypes.STR})
+    @extend_schema(parameters=[OpenApiParameter("iteration", {"type": "integer", "minimum": 0, "maximum": _MAX},
+                                                description="default: every iteration")],
+                   responses={(200, "application/x-ndjson"): OpenApiTypes.STR,
+                              404: error(404, "no such run, or no trace for that iteration")})
     def get(self, request, pk: int):
         """One JSON line per request of every stored iteration (or ``?iteration=N``) with the
         set-up it ran on: iteration, policy, instances, capacity, kv_cache_gib, max_tokens,
@@ -24,12 +29,9 @@ class RunTraceView(APIView):
         traces = run.traces.order_by("iteration")
         raw = request.query_params.get("iteration")
         if raw is not None:
-            try:
-                it = int(raw)
-                if it < 0:
-                    raise ValueError
-            except ValueError:
-                raise ValidationError({"iteration": "must be an integer >= 0"}) from None
+            if not (raw.isascii() and raw.isdigit() and len(raw) <= 10 and int(raw) <= _MAX):
+                raise ValidationError({"iteration": [f"must be a whole number from 0 to {_MAX}"]})
+            it = int(raw)
             traces = traces.filter(iteration=it)
             if not traces.exists():
                 raise NotFound(f"run #{run.pk} has no trace for iteration {it}")

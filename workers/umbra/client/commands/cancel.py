@@ -3,31 +3,37 @@ from __future__ import annotations
 
 import argparse
 
-from umbra.client.api import ApiError
+from umbra.client.api import ApiError, about_run
 from umbra.client.commands.args import run_id
+from umbra.client.output import add_json_flag, print_json
 from umbra.client.render import make_console
 from umbra.client.session import connect
 
 
 def add_parser(sub) -> None:
-    """Add ``cancel RUN``."""
+    """Add ``cancel RUN [--json]``."""
 
     p = sub.add_parser("cancel", help="cancel a run")
     p.add_argument("run", type=run_id, help="run id")
+    add_json_flag(p)
 
 
 def run(args: argparse.Namespace) -> int:
-    """Request the cancel; prints the run's state and returns 0.
+    """Request the cancel; prints the run's state (``--json``: the run object) and returns 0.
 
     Raises:
-        ApiError: with the server's message (403 not allowed, 404 not found, 409 already
-            ended), prefixed ``run N``; or a connection failure.
+        ApiError: ``no run N (or not visible to you)`` for a 404; the server's message
+            prefixed ``run N`` otherwise (403 not allowed, 409 already ended); or a
+            connection failure.
     """
     client = connect()
     try:
         answer = client.post(f"/api/runs/{args.run}/cancel/") or {}
     except ApiError as err:
-        raise err.with_prefix(f"run {args.run}") from None
+        raise about_run(err, args.run) from None
+    if args.json:
+        print_json(answer)
+        return 0
     state = answer.get("state", "?")
     console = make_console()
     if state == "cancelled":

@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 import argparse
+import re
 
 from umbra.client.api import ApiError
 from umbra.client.commands.args import run_id
 from umbra.client.errors import UsageError
+from umbra.client.output import add_json_flag, print_json
 from umbra.client.render import make_console
 from umbra.client.session import connect
 from umbra.client.tables import compare_table, config_diff_table, finals_table
@@ -20,6 +22,7 @@ def add_parser(sub) -> None:
     p.add_argument("runs", type=run_id, nargs="+", metavar="RUN", help="run ids (1 to 50)")
     p.add_argument("--reference", type=run_id, help="run the ratios are taken to (default: chosen by the server)")
     p.add_argument("--metrics", help="comma-separated metric names; adds a table of their final values")
+    add_json_flag(p)
 
 
 def query(args: argparse.Namespace) -> dict:
@@ -42,13 +45,34 @@ def query(args: argparse.Namespace) -> dict:
     return q
 
 
+def _missing_run(err: ApiError, runs: list[int]) -> str:
+    """The run a 404 of ``/api/compare/`` is about: the id its message names (``no such
+    run: 5``) when it is one of ``runs``, else ``one of runs 1, 2``."""
+    named = [int(n) for n in re.findall(r"\d+", re.sub(r"HTTP \d+", "", err.message))]
+    hit = next((n for n in named if n in runs), None)
+    if hit is not None:
+        return f"run {hit}"
+    return f"run {runs[0]}" if len(runs) == 1 else f"one of runs {', '.join(map(str, runs))}"
+
+
 def run(args: argparse.Namespace) -> int:
-    """Print the comparison; returns 0. Raises UsageError, ApiError (e.g. a run not found)."""
+    """Print the comparison (``--json``: the ``/api/compare/`` answer); returns 0.
+
+    Raises:
+        UsageError: see :func:`query`.
+        ApiError: ``no run N (or not visible to you)`` for a run not found; the server's
+            message prefixed ``compare`` otherwise.
+    """
     q = query(args)
     try:
         data = connect().get("/api/compare/", q) or {}
     except ApiError as err:
+        if err.status == 404:
+            raise err.naming(_missing_run(err, [int(r) for r in q["runs"].split(",")])) from None
         raise err.with_prefix("compare") from None
+    if args.json:
+        print_json(data)
+        return 0
     console = make_console()
     console.print(compare_table(data))
     for run, keys in (data.get("reference_mismatch") or {}).items():

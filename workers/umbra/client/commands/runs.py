@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 
 from umbra.client.api import ApiClient
+from umbra.client.output import add_json_flag, print_json
 from umbra.client.render import make_console
 from umbra.client.session import connect
 from umbra.client.tables import runs_table
@@ -23,14 +24,17 @@ def _positive(value: str) -> int:
 
 
 def add_parser(sub) -> None:
-    """Add ``runs [--team] [--experiment] [--policy] [--state] [--tag] [--limit]``."""
-    p = sub.add_parser("runs", help="list runs (newest first)")
+    """Add ``runs [--team] [--experiment] [--policy] [--state] [--tag] [--limit] [--json]``."""
+    p = sub.add_parser("runs", help="list runs (newest first)",
+                       description="A queued run's state shows its place in the queue: `queued (#2)`. "
+                                   "--json prints {\"count\": N, \"runs\": [run objects of GET /api/runs/]}.")
     p.add_argument("--team", help="team slug")
     p.add_argument("--experiment", help="experiment name or id")
     p.add_argument("--policy", help="rollout policy, e.g. seer")
     p.add_argument("--state", choices=STATES)
     p.add_argument("--tag")
     p.add_argument("--limit", type=_positive, default=20, help="at most this many runs (default 20)")
+    add_json_flag(p)
 
 
 def filters(args: argparse.Namespace) -> dict:
@@ -58,8 +62,12 @@ def fetch_runs(client: ApiClient, query: dict, limit: int) -> tuple[list[dict], 
 
 
 def run(args: argparse.Namespace) -> int:
-    """Print the table; returns 0. Raises ApiError / CliError (not logged in)."""
+    """Print the table (``--json``: ``{"count", "runs"}``); returns 0. Raises ApiError /
+    CliError (not logged in)."""
     runs, count = fetch_runs(connect(), filters(args), args.limit)
+    if args.json:
+        print_json({"count": count, "runs": runs})
+        return 0
     console = make_console()
     if not runs:
         console.print("No runs.")

@@ -51,6 +51,7 @@ class KVLedger:
         self.group_refs: list[dict[tuple[int, int], list[int]]] = [{} for _ in self.capacity]
         self.n_parked = [0] * len(self.capacity)
         self.on: list[set[str]] = [set() for _ in self.capacity]  # request ids resident per instance
+        self.version = [0] * len(self.capacity)  # bumped by every change on an instance (callers cache by it)
         # per instance: requests whose KV there the ledger dropped (given up, moved away) and
         # the engine has not been told yet; the next chunk sent there carries them
         self.dropped: list[list[str]] = [[] for _ in self.capacity]
@@ -125,6 +126,7 @@ class KVLedger:
             self.n_parked[instance] -= 1
         private = self.private(r, instance, r.prompt_len + r.num_generated + budget + self.budget.lookahead)
         self.used[instance] += private - res.private
+        self.version[instance] += 1
         res.private, res.running = private, True
         return moved
 
@@ -140,6 +142,7 @@ class KVLedger:
         # shared_kv: parked in the global pool, nothing held here
         private = 0 if self.budget.shared_kv else self.private(r, res.instance, r.prompt_len + r.num_generated)
         self.used[res.instance] += private - res.private
+        self.version[res.instance] += 1
         if res.running:
             self.n_parked[res.instance] += 1
         res.private, res.running = private, False
@@ -150,6 +153,7 @@ class KVLedger:
         if res is None:
             return
         self.on[res.instance].discard(request_id)
+        self.version[res.instance] += 1
         self.used[res.instance] -= res.private
         if not res.running:
             self.n_parked[res.instance] -= 1

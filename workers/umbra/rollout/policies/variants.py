@@ -31,10 +31,10 @@ class Variant:
     spec: bool = False
 
 
-KV_RESERVES = ("chunk", "estimate", "none")
+KV_RESERVES = ("chunk", "estimate", "none", "adaptive")
 
 
-def variant(name: str, chunk_tokens: int, kv_block_tokens: int = 1, kv_reserve: str = "chunk") -> Variant:
+def variant(name: str, chunk_tokens: int, kv_block_tokens: int = 1, kv_reserve: str = "adaptive") -> Variant:
     """Resolve one of :data:`VARIANT_NAMES`; seer variants align chunk ends to
     ``kv_block_tokens`` and keep ``kv_reserve`` KV free for parked requests when admitting
     a new one (``SeerPolicy.growth_reserve``). Raises ValueError for other names."""
@@ -44,7 +44,7 @@ def variant(name: str, chunk_tokens: int, kv_block_tokens: int = 1, kv_reserve: 
         return Variant(name, name, {})
     if name not in SEER_VARIANTS:
         raise ValueError(f"unknown policy '{name}': use {', '.join(VARIANT_NAMES)}")
-    reserve = {"chunk": True, "estimate": "estimate", "none": False}[kv_reserve]
+    reserve = {"chunk": True, "estimate": "estimate", "none": False, "adaptive": "adaptive"}[kv_reserve]
     opts = {"chunk_tokens": chunk_tokens, "divided": True, "context_aware": True,
             "kv_block_tokens": kv_block_tokens, "growth_reserve": reserve, **SEER_VARIANTS[name]}
     spec = opts.pop("spec", True)

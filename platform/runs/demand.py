@@ -1,0 +1,110 @@
+"""What a run asks of its Ray cluster: CPUs, GPUs and memory, from its RunConfig alone.
+
+The queue (``runs.queue``) dispatches a run only when the cluster can hold this much next
+to the runs already dispatched there. CPUs and GPUs are what the run's actors ask Ray for
+(``umbra.rollout.instance.start_instances``, ``umbra.training.group.TrainerGroup.start``;
+tests/unit/test_run_demand.py keeps the numbers here equal to theirs). The actors ask
+Ray for no memory, so memory is estimated: the engines and the trainer run float32, an
+engine holds the weights and (on a CPU cluster) its KV cache, the trainer the policy, the
+reference copy, the gradients and AdamW's two moments.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from umbra.config import RunConfig
+
+GIB = 2**30
+# Ray's num_cpus of one rollout instance (start_instances) and of the trainer actor (TrainerGroup.start).
+ROLLOUT_INSTANCE_CPUS = 0.5
+TRAINER_CPUS = 1.0
+# On a cluster with GPUs every rollout instance takes one (start_instances); the trainer none.
+ROLLOUT_INSTANCE_GPUS = 1.0
+# Resident memory besides weights and KV cache, measured roughly on the CPU stack: a vLLM
+# engine's processes (torch, the engine core), the trainer's torch and activations, the
+# job's driver (tokenizer, data set, the rollout's bookkeeping).
+ENGINE_OVERHEAD_BYTES = int(1.5 * GIB)
+TRAINER_OVERHEAD_BYTES = 1 * GIB
+DRIVER_BYTES = GIB // 2
+FLOAT32_BYTES = 4
+# Parameters of the named models (umbra.models.registry), known without preparing them.
+NAMED_MODEL_PARAMETERS = {"tiny": 300_000, "smollm2": 135_000_000}
+
+
+@dataclass(frozen=True)
+class Resources:
+    """An amount of Ray's ``CPU``, ``GPU`` and ``memory`` (bytes) resources."""
+
+    cpu: float = 0.0
+    gpu: float = 0.0
+    memory: float = 0.0
+
+    @classmethod
+    def from_ray(cls, resources: dict) -> "Resources":
+        """From a Ray resource dict (``{"CPU": 8.0, "memory": 1.7e10, ...}``; missing keys are 0)."""
+        return cls(float(resources.get("CPU", 0)), float(resources.get("GPU", 0)), float(resources.get("memory", 0)))
+
+    def __add__(self, other: "Resources") -> "Resources":
+        return Resources(self.cpu + other.cpu, self.gpu + other.gpu, self.memory + other.memory)
+
+    def __sub__(self, other: "Resources") -> "Resources":
+        return Resources(self.cpu - other.cpu, self.gpu - other.gpu, self.memory - other.memory)
+
+    def fits_in(self, free: "Resources") -> bool:
+        """Whether this much fits in ``free`` (each resource on its own; a small tolerance
+        for float sums)."""
+        eps = 1e-6
+        return self.cpu <= free.cpu + eps and self.gpu <= free.gpu + eps and self.memory <= free.memory + eps
+
+    def __str__(self) -> str:
+        gpu = f", {self.gpu:g} GPU" if self.gpu else ""
+        return f"{self.cpu:g} CPU{gpu}, {self.memory / GIB:.1f} GiB memory"
+
+
+def parameter_count(hf_config: dict) -> int:
+    """Parameters of a decoder-only transformer from its Hugging Face ``config.json``
+    (embeddings, attention with grouped KV heads, a gated MLP; norms are negligible).
+
+    Raises KeyError / TypeError / ValueError for a config without the usual fields.
+    """
+    hidden, layers, vocab = int(hf_config["hidden_size"]), int(hf_config["num_hidden_layers"]), int(hf_config["vocab_size"])
+    heads = int(hf_config["num_attention_heads"])
+    kv_heads = int(hf_config.get("num_key_value_heads") or heads)
+    head_dim = int(hf_config.get("head_dim") or hidden // heads)
+    inner = int(hf_config.get("intermediate_size") or 4 * hidden)
+    attention = 2 * hidden * heads * head_dim + 2 * hidden * kv_heads * head_dim
+    embeddings = vocab * hidden * (1 if hf_config.get("tie_word_embeddings", True) else 2)
+    return embeddings + layers * (attention + 3 * hidden * inner)
+
+
+def model_weights_bytes(model: str) -> int:
+    """Bytes of ``model``'s float32 weights: a named model's known size, else counted from
+    the folder's config.json (a model whose config cannot be read counts as the largest
+    named one: the queue must not hang on it)."""
+    if model in NAMED_MODEL_PARAMETERS:
+        return NAMED_MODEL_PARAMETERS[model] * FLOAT32_BYTES
+    try:
+        return parameter_count(json.loads((Path(model) / "config.json").read_text())) * FLOAT32_BYTES
+    except (OSError, ValueError, KeyError, TypeError):
+        return max(NAMED_MODEL_PARAMETERS.values()) * FLOAT32_BYTES
+
+
+def run_demand(config: RunConfig, weights_bytes: int, gpu_cluster: bool) -> Resources:
+    """What a run of ``config`` holds while it runs, on a cluster with GPUs or without.
+
+    Pure: ``weights_bytes`` is the model's float32 size (:func:`model_weights_bytes`).
+    A rollout instance: ``ROLLOUT_INSTANCE_CPUS`` (and a GPU on a GPU cluster), the
+    weights, the engine's overhead and, on a CPU cluster, ``kv_cache_gib`` of KV cache in
+    host memory. The trainer: ``TRAINER_CPUS``, the policy, gradients and AdamW's two
+    moments (4x the weights), a reference copy when ``kl_coef`` > 0. The job's driver
+    asks for no CPU (a Ray job's entrypoint defaults to 0) but holds some memory.
+    """
+    n = config.rollout_instances
+    kv = 0 if gpu_cluster else config.kv_cache_gib * GIB
+    instance_memory = weights_bytes + kv + ENGINE_OVERHEAD_BYTES
+    trainer_memory = weights_bytes * (4 + (1 if config.kl_coef > 0 else 0)) + TRAINER_OVERHEAD_BYTES
+    return Resources(cpu=n * ROLLOUT_INSTANCE_CPUS + TRAINER_CPUS,
+                     gpu=n * ROLLOUT_INSTANCE_GPUS if gpu_cluster else 0.0,
+                     memory=float(n * instance_memory + trainer_memory + DRIVER_BYTES))

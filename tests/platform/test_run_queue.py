@@ -1,0 +1,163 @@
+"""The run queue (runs.queue) on the real database and Redis: runs start only when their
+cluster can hold them, in fair order, one at a time on a cluster that holds one; the
+waiting ones show their place. The cluster's resources are given to the queue step."""
+import pytest
+from rest_framework.test import APIClient
+
+from runs import queue, ray_jobs
+from runs.demand import GIB
+from runs.lifecycle import transition
+from runs.models import Run
+from runs.services import request_cancel
+from tests import factories
+
+pytestmark = pytest.mark.django_db
+CONFIG = {"model": "tiny", "iterations": 2, "rollout_instances": 2}  # 2 CPU, ~6.5 GiB
+HOLDS_ONE = {"CPU": 3.0, "memory": 8.0 * GIB, "object_store_memory": 1e9}
+HOLDS_MANY = {"CPU": 64.0, "memory": 256.0 * GIB}
+
+
+def cluster(totals):
+    return lambda config: totals
+
+
+@pytest.fixture
+def teams():
+    """Teams alpha (alice) and beta (bob), each with an API client."""
+    out = {}
+    for slug, name in (("alpha", "alice"), ("beta", "bob")):
+        team = factories.team(slug)
+        client = APIClient()
+        client.force_authenticate(factories.member(team, name))
+        out[slug] = client
+    return out
+
+
+def submit(client, team: str, experiment: str = "ab", **config) -> int:
+    resp = client.post("/api/runs/", {"team": team, "experiment": experiment, "config": {**CONFIG, **config}},
+                       format="json")
+    assert resp.status_code == 201, resp.content
+    assert resp.json()["state"] == "queued"
+    return resp.json()["id"]
+
+
+def states(*ids) -> list[str]:
+    return [Run.objects.get(pk=i).state for i in ids]
+
+
+def end(run_id: int) -> None:
+    transition(run_id, Run.State.RUNNING, "Ray job running")
+    transition(run_id, Run.State.SUCCEEDED, "Ray job succeeded")
+
+
+def test_three_runs_of_two_teams_start_one_at_a_time_in_fair_order(teams, client):
+    a1 = submit(teams["alpha"], "alpha")
+    a2 = submit(teams["alpha"], "alpha")
+    b1 = submit(teams["beta"], "beta")
+
+    assert queue.pump(cluster(HOLDS_ONE)).dispatched == [a1]
+    assert states(a1, b1, a2) == ["dispatching", "queued", "queued"]
+    assert "dispatched from the queue: needs 2 CPU" in Run.objects.get(pk=a1).events.last().reason
+    # Round-robin: beta's run goes before alpha's second; both show their place.
+    listed = {r["id"]: r["queue_position"] for r in teams["alpha"].get("/api/runs/").json()["results"]}
+    assert listed == {a1: None, a2: 2}
+    assert teams["beta"].get(f"/api/runs/{b1}/").json()["queue_position"] == 1
+    assert queue.pump(cluster(HOLDS_ONE)) == queue.Decision([], waiting=2)  # no room: nothing moves
+
+    end(a1)
+    assert queue.pump(cluster(HOLDS_ONE)).dispatched == [b1]
+    assert teams["alpha"].get(f"/api/runs/{a2}/").json()["queue_position"] == 1
+    end(b1)
+    assert queue.pump(cluster(HOLDS_ONE)) == queue.Decision([a2], waiting=0)
+    started = Run.objects.filter(pk__in=[a1, b1, a2]).order_by("dispatched_at").values_list("pk", flat=True)
+    assert list(started) == [a1, b1, a2]
+
+
+def test_the_run_page_and_runs_list_show_a_queued_runs_place(teams, client):
+    a1, a2 = submit(teams["alpha"], "alpha"), submit(teams["alpha"], "alpha")
+    queue.pump(cluster(HOLDS_ONE))
+    client.force_login(Run.objects.get(pk=a2).created_by)
+    page = client.get(f"/runs/{a2}/").content.decode()
+    assert 'id="queue-position"' in page and "#1 in the queue" in page
+    assert 'id="queue-position"' not in client.get(f"/runs/{a1}/").content.decode()
+    assert "#1 in queue" in client.get("/teams/alpha/runs/").content.decode()
+
+
+def test_an_ab_pair_runs_one_after_the_other(teams):
+    a = submit(teams["alpha"], "alpha", rollout_policy="seer")
+    b = submit(teams["alpha"], "alpha", rollout_policy="verl")
+    assert queue.pump(cluster(HOLDS_ONE)).dispatched == [a]
+    assert states(b) == ["queued"]
+    end(a)
+    assert queue.pump(cluster(HOLDS_ONE)).dispatched == [b]
+
+
+def test_a_cluster_with_room_takes_several_and_a_team_cap_passes_its_team_over(teams, settings):
+    settings.UMBRA_TEAM_MAX_RUNNING = 1
+    a1, a2 = submit(teams["alpha"], "alpha"), submit(teams["alpha"], "alpha")
+    b1 = submit(teams["beta"], "beta")
+    assert queue.pump(cluster(HOLDS_MANY)) == queue.Decision([a1, b1], waiting=1)
+    settings.UMBRA_TEAM_MAX_RUNNING = 0
+    assert queue.pump(cluster(HOLDS_MANY)).dispatched == [a2]
+
+
+def test_a_run_on_an_idle_cluster_starts_at_once_even_if_larger_than_the_cluster(teams):
+    big = submit(teams["alpha"], "alpha", rollout_instances=16)
+    after = submit(teams["beta"], "beta")
+    assert queue.pump(cluster(HOLDS_ONE)).dispatched == [big]
+    assert "it has the cluster to itself" in Run.objects.get(pk=big).events.last().reason
+    assert states(after) == ["queued"]  # the cluster is busy now
+
+
+def test_the_head_of_the_line_is_not_overtaken_by_smaller_runs(teams):
+    first = submit(teams["alpha"], "alpha", rollout_instances=1)
+    big = submit(teams["beta"], "beta", rollout_instances=4)
+    small = submit(teams["alpha"], "alpha", rollout_instances=1)
+    totals = {"CPU": 4.0, "memory": 64.0 * GIB}  # first (1.5 CPU) leaves 2.5: big (3 CPU) waits
+    assert queue.pump(cluster(totals)).dispatched == [first]
+    assert queue.pump(cluster(totals)).dispatched == []
+    assert states(big, small) == ["queued", "queued"]
+
+
+def test_a_cancelled_queued_run_never_starts(teams):
+    a1, a2 = submit(teams["alpha"], "alpha"), submit(teams["alpha"], "alpha")
+    queue.pump(cluster(HOLDS_ONE))
+    assert teams["alpha"].post(f"/api/runs/{a2}/cancel/").status_code == 202
+    end(a1)
+    assert queue.pump(cluster(HOLDS_ONE)) == queue.Decision([], waiting=0)
+    assert states(a2) == ["cancelled"] and Run.objects.get(pk=a2).dispatched_at is None
+    # cancelled between the pump's read and its move: the move is refused
+    a3 = submit(teams["alpha"], "alpha")
+    request_cancel(Run.objects.get(pk=a3))
+    assert queue._take(a3, "dispatched from the queue") is False and states(a3) == ["cancelled"]
+
+
+def test_a_cluster_that_does_not_answer_gets_one_run_whose_dispatch_reports_it(teams):
+    def silent(config):
+        raise ray_jobs.ClusterUnavailable("Ray cluster at http://x does not answer")
+
+    a1, b1 = submit(teams["alpha"], "alpha"), submit(teams["beta"], "beta")
+    assert queue.pump(silent) == queue.Decision([a1], waiting=1)
+    assert "could not be read (Ray cluster at http://x does not answer)" in Run.objects.get(pk=a1).events.last().reason
+
+
+def test_runs_for_another_cluster_wait_in_a_line_of_their_own(teams, settings):
+    settings.UMBRA_ALLOWED_CLUSTERS = ["http://other:8265"]
+    here = submit(teams["alpha"], "alpha")
+    here2 = submit(teams["alpha"], "alpha")
+    there = submit(teams["beta"], "beta", cluster="http://other:8265")
+    assert queue.positions() == {here: 1, here2: 2, there: 1}
+    assert queue.pump(cluster(HOLDS_ONE)) == queue.Decision([here, there], waiting=1)
+
+
+def test_one_pump_decides_at_a_time(teams):
+    from runs import leases
+
+    submit(teams["alpha"], "alpha")
+    assert leases.hold(queue.PUMP_LEASE_KEY, "someone-else", 30)
+    try:
+        assert queue.pump(cluster(HOLDS_MANY)) is None
+        assert Run.objects.get().state == "queued"
+    finally:
+        leases.release(queue.PUMP_LEASE_KEY, "someone-else")
+    assert queue.pump(cluster(HOLDS_MANY)).dispatched == [Run.objects.get().pk]

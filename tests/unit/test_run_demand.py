@@ -1,0 +1,62 @@
+"""A run's demand on its Ray cluster (runs.demand): what its actors ask Ray for, plus the
+memory estimate, from its RunConfig alone."""
+import inspect
+
+import pytest
+
+from runs.demand import (DRIVER_BYTES, ENGINE_OVERHEAD_BYTES, GIB, NAMED_MODEL_PARAMETERS, ROLLOUT_INSTANCE_CPUS,
+                         TRAINER_CPUS, TRAINER_OVERHEAD_BYTES, Resources, model_weights_bytes, parameter_count,
+                         run_demand)
+from umbra.config import RunConfig
+
+W = 100 * 2**20  # 100 MiB of weights
+
+
+def test_cpu_cluster_demand_counts_instances_trainer_kv_cache_and_weights():
+    d = run_demand(RunConfig(model="tiny", rollout_instances=3, kv_cache_gib=2, kl_coef=0.01), W, gpu_cluster=False)
+    assert d.cpu == 3 * 0.5 + 1.0 and d.gpu == 0
+    engines = 3 * (W + 2 * GIB + ENGINE_OVERHEAD_BYTES)
+    trainer = 5 * W + TRAINER_OVERHEAD_BYTES  # policy, gradients, two AdamW moments, the reference copy
+    assert d.memory == engines + trainer + DRIVER_BYTES
+
+
+def test_gpu_cluster_demand_takes_a_gpu_per_instance_and_keeps_kv_cache_off_host_memory():
+    d = run_demand(RunConfig(model="tiny", rollout_instances=2, kv_cache_gib=8, kl_coef=0.0), W, gpu_cluster=True)
+    assert (d.cpu, d.gpu) == (2.0, 2.0)
+    assert d.memory == 2 * (W + ENGINE_OVERHEAD_BYTES) + 4 * W + TRAINER_OVERHEAD_BYTES + DRIVER_BYTES
+
+
+def test_demand_grows_with_instances_and_kv_cache():
+    small = run_demand(RunConfig(model="tiny"), W, False)
+    assert run_demand(RunConfig(model="tiny", rollout_instances=4), W, False).memory > small.memory
+    assert run_demand(RunConfig(model="tiny", kv_cache_gib=4), W, False).memory > small.memory
+
+
+def test_the_numbers_are_the_ones_the_actors_ask_ray_for():
+    from umbra.rollout.instance import start_instances
+    from umbra.training.group import TrainerGroup
+
+    assert inspect.signature(start_instances).parameters["num_cpus"].default == ROLLOUT_INSTANCE_CPUS
+    assert inspect.signature(TrainerGroup.start).parameters["num_cpus"].default == TRAINER_CPUS
+    # one GPU per instance on a cluster that has one, none otherwise
+    assert 'gpus = 1 if ray.cluster_resources().get("GPU", 0) >= 1 else 0' in inspect.getsource(start_instances)
+
+
+def test_resources_fit_per_resource():
+    free = Resources(cpu=4, gpu=0, memory=10 * GIB)
+    assert Resources(4, 0, 10 * GIB).fits_in(free)
+    assert not Resources(4.5, 0, GIB).fits_in(free) and not Resources(1, 1, GIB).fits_in(free)
+    assert not Resources(1, 0, 11 * GIB).fits_in(free)
+    assert Resources.from_ray({"CPU": 8.0, "memory": 2.0 * GIB, "node:x": 1}) == Resources(8, 0, 2 * GIB)
+    assert str(Resources(2.5, 1, 3 * GIB)) == "2.5 CPU, 1 GPU, 3.0 GiB memory"
+
+
+def test_model_weights_from_the_name_or_the_folder(tmp_path):
+    assert model_weights_bytes("smollm2") == NAMED_MODEL_PARAMETERS["smollm2"] * 4
+    cfg = {"hidden_size": 576, "num_hidden_layers": 30, "vocab_size": 49152, "num_attention_heads": 9,
+           "num_key_value_heads": 3, "intermediate_size": 1536, "tie_word_embeddings": True}  # SmolLM2-135M
+    assert parameter_count(cfg) == pytest.approx(134.5e6, rel=0.01)
+    (tmp_path / "config.json").write_text(__import__("json").dumps(cfg))
+    assert model_weights_bytes(str(tmp_path)) == parameter_count(cfg) * 4
+    (tmp_path / "config.json").write_text("{}")  # unreadable: counted as the largest named model
+    assert model_weights_bytes(str(tmp_path)) == max(NAMED_MODEL_PARAMETERS.values()) * 4
