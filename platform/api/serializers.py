@@ -7,6 +7,7 @@ from rest_framework import serializers
 
 from api.fields import Slug, Text
 from api.run_config import run_config_schema
+from api.strict import StrictSerializer
 
 from runs.models import Experiment, Run, RunEvent
 from runs.queue import positions as queue_positions
@@ -43,7 +44,9 @@ class ExperimentSerializer(serializers.ModelSerializer):
         read_only_fields = ["id", "team", "name", "created_at", "runs"]
 
 
-class ExperimentCreateSerializer(serializers.Serializer):
+class ExperimentCreateSerializer(StrictSerializer):
+    """A new experiment of ``team``; tags, description and visibility can be changed later (PATCH)."""
+
     team = Slug(max_length=100)
     name = Text(max_length=200, validators=[printable_name])
     description = Text(max_length=5000, required=False, allow_blank=True, default="")
@@ -102,7 +105,10 @@ class RunConfigField(serializers.DictField):
     """RunConfig fields (checked by ``runs.config_check``); missing ones take their defaults."""
 
 
-class RunCreateSerializer(serializers.Serializer):
+class RunCreateSerializer(StrictSerializer):
+    """A run submission: ``config`` under the team's experiment (created if new). Tags
+    belong to the experiment (``PATCH /api/experiments/{id}/``), not to a run."""
+
     team = Slug(max_length=100)
     experiment = Text(max_length=200, validators=[printable_name])
     config = RunConfigField()

@@ -72,8 +72,10 @@ def parameter_count(hf_config: dict) -> int:
     hidden, layers, vocab = int(hf_config["hidden_size"]), int(hf_config["num_hidden_layers"]), int(hf_config["vocab_size"])
     heads = int(hf_config["num_attention_heads"])
     kv_heads = int(hf_config.get("num_key_value_heads") or heads)
-    head_dim = int(hf_config.get("head_dim") or hidden // heads)
+    head_dim = int(hf_config.get("head_dim") or hidden // max(heads, 1))
     inner = int(hf_config.get("intermediate_size") or 4 * hidden)
+    if min(hidden, layers, vocab, heads, kv_heads, head_dim, inner) < 1:
+        raise ValueError("a model config's sizes are whole numbers >= 1")
     attention = 2 * hidden * heads * head_dim + 2 * hidden * kv_heads * head_dim
     embeddings = vocab * hidden * (1 if hf_config.get("tie_word_embeddings", True) else 2)
     return embeddings + layers * (attention + 3 * hidden * inner)
@@ -87,7 +89,7 @@ def model_weights_bytes(model: str) -> int:
         return NAMED_MODEL_PARAMETERS[model] * FLOAT32_BYTES
     try:
         return parameter_count(json.loads((Path(model) / "config.json").read_text())) * FLOAT32_BYTES
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, ArithmeticError):  # int(inf): OverflowError
         return max(NAMED_MODEL_PARAMETERS.values()) * FLOAT32_BYTES
 
 

@@ -88,16 +88,21 @@ def _follow_error_key(run_id: int) -> str:
     return f"runs:follow-error-since:{run_id}"
 
 
-def dispatch(run_id: int, final_try: bool = False) -> Done | Again | Retry | StartFollowing:
+def dispatch(run_id: int, final_try: bool = False, attempt: int | None = None) -> Done | Again | Retry | StartFollowing:
     """Submit run ``run_id`` as a Ray job (idempotent: the job id is derived from the run id
     and attempt, and an existing job is never submitted again).
 
     One dispatcher per job at a time (a lease): two would each issue an ingestion token, and
     the job would carry one the platform no longer accepts. A cluster that does not answer
-    gives :class:`Retry`, or on the ``final_try`` fails the run.
+    gives :class:`Retry`, or on the ``final_try`` fails the run. ``attempt`` (what the
+    queue chose): nothing is done unless the run is still at that attempt and not queued.
     """
     run = Run.objects.select_related("experiment").filter(pk=run_id).first()
     if run is None or run.is_terminal:  # deleted or cancelled while queued
+        return DONE
+    if attempt is not None and (run.attempt != attempt or run.state == Run.State.QUEUED):
+        # A message for an earlier attempt (a retry still pending when the run was
+        # cancelled and resumed): the new attempt waits its turn in the queue.
         return DONE
     transition(run_id, Run.State.DISPATCHING, "submitting to Ray")
     key, owner = f"runs:dispatch:{run.submission_id}", uuid.uuid4().hex

@@ -28,14 +28,20 @@ class SubmissionRefused(Exception):
         self.retry_after_s = retry_after_s
 
 
+def check_team_queue(team) -> None:
+    """Raise SubmissionRefused if ``team`` has its most runs waiting (a submission or a resume)."""
+    most_queued = settings.UMBRA_TEAM_MAX_QUEUED
+    waiting = Run.objects.filter(experiment__team=team, state=Run.State.QUEUED).count() if most_queued else 0
+    if most_queued and waiting >= most_queued:
+        raise SubmissionRefused(
+            f"team '{team.slug}' has {waiting} run{'s' if waiting != 1 else ''} waiting in the queue; the limit "
+            f"is {most_queued} (UMBRA_TEAM_MAX_QUEUED): try again once some have started, or cancel some")
+
+
 def check_submission(user, team) -> None:
     """Raise SubmissionRefused if ``team`` has its most runs waiting, or ``user`` has
     submitted the most runs allowed in the current window."""
-    most_queued = settings.UMBRA_TEAM_MAX_QUEUED
-    if most_queued and Run.objects.filter(experiment__team=team, state=Run.State.QUEUED).count() >= most_queued:
-        raise SubmissionRefused(
-            f"team '{team.slug}' already has {most_queued} runs waiting in the queue, the most it may have "
-            "(UMBRA_TEAM_MAX_QUEUED); submit again once some have started, or cancel some")
+    check_team_queue(team)
     most, window = settings.UMBRA_USER_MAX_SUBMISSIONS, settings.UMBRA_USER_SUBMISSION_WINDOW_S
     if not most or not window or user is None:
         return

@@ -59,23 +59,31 @@ def _line_key(config: dict) -> str:
     return ray_jobs.cluster_address(config)
 
 
-def _served_at_by_team() -> dict[int, object]:
-    rows = (Run.objects.filter(dispatched_at__isnull=False).values("experiment__team")
-            .annotate(last=Max("dispatched_at")).values_list("experiment__team", "last"))
-    return dict(rows)
+def _served_at_by_line_and_team() -> dict[tuple[str, int], object]:
+    """When each team last had a run dispatched on each cluster: round-robin is per line,
+    so a team busy on another cluster does not lose its turn on this one."""
+    served: dict[tuple[str, int], object] = {}
+    for team_id, cluster, at in (Run.objects.filter(dispatched_at__isnull=False)
+                                 .values("experiment__team", "config__cluster")
+                                 .annotate(last=Max("dispatched_at"))
+                                 .values_list("experiment__team", "config__cluster", "last")):
+        key = (_line_key({"cluster": cluster}), team_id)
+        served[key] = max(served.get(key, at), at)  # "" and None (the default cluster) meet here
+    return served
 
 
 def _lines(extra: Waiting | None = None, extra_config: dict | None = None) -> dict[str, list[Waiting]]:
     """Every cluster's waiting runs in dispatch order (plus ``extra``, a run not stored, on
     the line of ``extra_config``)."""
-    served = _served_at_by_team()
+    served = _served_at_by_line_and_team()
     by_line: dict[str, list[Waiting]] = defaultdict(list)
     for run_id, team_id, queued_at, config in Run.objects.filter(state=Run.State.QUEUED).values_list(
             "pk", "experiment__team", "queued_at", "config"):
-        by_line[_line_key(config)].append(Waiting(run_id, team_id, queued_at, served.get(team_id)))
+        line = _line_key(config)
+        by_line[line].append(Waiting(run_id, team_id, queued_at, served.get((line, team_id))))
     if extra is not None:
-        by_line[_line_key(extra_config or {})].append(
-            Waiting(extra.run_id, extra.team_id, extra.queued_at, served.get(extra.team_id)))
+        line = _line_key(extra_config or {})
+        by_line[line].append(Waiting(extra.run_id, extra.team_id, extra.queued_at, served.get((line, extra.team_id))))
     return {line: fair_order(waiting) for line, waiting in by_line.items()}
 
 
@@ -134,14 +142,15 @@ def pump(totals_of: Callable[[dict], dict] | None = None) -> Decision | None:
         for line, waiting in lines.items():
             if not leases.hold(PUMP_LEASE_KEY, owner, PUMP_LEASE_S):
                 break  # the lease lapsed (a very slow cluster): another pump decides now
-            dispatched += _pump_line(waiting, configs, active_by_line[line], running, totals_of)
+            dispatched += _pump_line(waiting, configs, active_by_line[line], running, totals_of,
+                                     lambda: leases.hold(PUMP_LEASE_KEY, owner, PUMP_LEASE_S))
         return Decision(dispatched, sum(len(w) for w in lines.values()) - len(dispatched))
     finally:
         leases.release(PUMP_LEASE_KEY, owner)
 
 
 def _pump_line(waiting: list[Waiting], configs: dict[int, dict], active: list[dict], running: Counter,
-               totals_of: Callable[[dict], dict]) -> list[int]:
+               totals_of: Callable[[dict], dict], still_ours: Callable[[], bool]) -> list[int]:
     """Dispatch the runs of one cluster's line that fit (see the module docstring)."""
     waiting = [w for w in waiting if w.run_id in configs]  # ended between the two reads
     if not waiting:
@@ -169,6 +178,8 @@ def _pump_line(waiting: list[Waiting], configs: dict[int, dict], active: list[di
             why = f"needs {need}, more than the cluster's {totals}; it has the cluster to itself"
         else:
             break  # the head waits for room, and so does every run behind it
+        if not still_ours():
+            break  # the lease lapsed mid-line: another pump decides from here
         if _take(w.run_id, f"dispatched from the queue: {why}"):
             out.append(w.run_id)
             held, busy = held + need, True

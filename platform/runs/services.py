@@ -16,7 +16,7 @@ from django.utils import timezone
 from runs import queue
 from runs.ingest_tokens import revoke_ingest_token
 from runs.lifecycle import RESUMABLE, transition
-from runs.limits import SubmissionRefused, check_submission
+from runs.limits import SubmissionRefused, check_submission, check_team_queue
 from runs.models import Experiment, Run, RunEvent
 from runs.tasks import cancel_run, request_pump
 from teams.models import Team
@@ -92,12 +92,17 @@ def request_resume(run: Run) -> bool:
     continues after the run's latest checkpoint (from the start when it has none); the
     iterations after the checkpoint run again and their metric points replace the old ones.
 
-    Returns False (and changes nothing) when the run is not failed or cancelled.
+    Returns False (and changes nothing) when the run is not failed or cancelled. Raises
+    SubmissionRefused (nothing changed) when its team already has the most runs waiting
+    (``UMBRA_TEAM_MAX_QUEUED``; a resume is no new submission, so the per-user rate does
+    not count it).
     """
     with transaction.atomic():
-        locked = Run.objects.select_for_update().get(pk=run.pk)
+        locked = Run.objects.select_for_update().select_related("experiment__team").get(pk=run.pk)
         if locked.state not in RESUMABLE:
             return False
+        Team.objects.select_for_update().filter(pk=locked.experiment.team_id).first()
+        check_team_queue(locked.experiment.team)
         locked.attempt += 1
         locked.ray_job_id, locked.finished_at = "", None
         locked.queued_at = timezone.now()  # the attempt joins the end of its team's line
@@ -115,7 +120,10 @@ def request_cancel(run: Run) -> None:
     """Cancel ``run``: a queued run is cancelled at once and never starts (the queue
     dispatches only runs still queued); a dispatched one gets its Ray job stopped by a
     Celery task (the follow task records ``cancelled``)."""
-    if run.state == Run.State.QUEUED:
-        transition(run.pk, Run.State.CANCELLED, "cancelled before dispatch")
-    elif not run.is_terminal:
+    with transaction.atomic():  # the state now, not the caller's copy: the pump may just have taken it
+        state = Run.objects.select_for_update().values_list("state", flat=True).get(pk=run.pk)
+        if state == Run.State.QUEUED:
+            transition(run.pk, Run.State.CANCELLED, "cancelled before dispatch")
+            return
+    if state not in Run.TERMINAL:
         cancel_run.delay(run.pk)

@@ -20,6 +20,7 @@ from django.conf import settings
 from django.core.cache import cache
 
 from runs import dispatch, queue
+from runs.models import Run
 
 log = logging.getLogger(__name__)
 # Set while a pump message is sent and not yet started; lapses if that message is lost.
@@ -56,25 +57,32 @@ def pump_queue(scheduled: bool = False) -> int:
     if decision is None:  # another pump decides
         _schedule_pump(PUMP_BUSY_WAIT_S)
         return 0
-    for run_id in decision.dispatched:
-        dispatch_run.delay(run_id)
+    _send_dispatches(decision.dispatched)
     if decision.waiting:
         _schedule_pump(settings.UMBRA_QUEUE_RETRY_S)
     return len(decision.dispatched)
 
 
+def _send_dispatches(run_ids: list[int]) -> None:
+    """A dispatch message per run, carrying the attempt it is for (see ``dispatch_run``)."""
+    for run_id, attempt in Run.objects.filter(pk__in=run_ids).values_list("pk", "attempt"):
+        dispatch_run.delay(run_id, attempt)
+
+
 @shared_task(bind=True, max_retries=6)
-def dispatch_run(self, run_id: int) -> None:
+def dispatch_run(self, run_id: int, attempt: int | None = None) -> None:
     """Submit run ``run_id`` as a Ray job (``runs.dispatch.dispatch``), then start following it.
 
     Submits at once, whatever the cluster holds: sent by the queue's pump for the runs it
-    chose, and by the recovery for runs it had chosen (``dispatching``)."""
-    step = dispatch.dispatch(run_id, final_try=self.request.retries >= self.max_retries)
+    chose, and by the recovery for runs it had chosen (``dispatching``), with the
+    ``attempt`` they chose, so that a message outliving a cancel and resume does nothing
+    (None: a message from before attempts were sent, or a direct call)."""
+    step = dispatch.dispatch(run_id, final_try=self.request.retries >= self.max_retries, attempt=attempt)
     if isinstance(step, dispatch.Retry):
         # Backing off 5, 10, 20, 40, 60, 60 s: a busy or restarting head gets ~3 minutes.
         raise self.retry(exc=step.error, countdown=min(5 * 2 ** self.request.retries, 60))
     if isinstance(step, dispatch.Again):
-        dispatch_run.apply_async((run_id,), countdown=step.after_s)
+        dispatch_run.apply_async((run_id, attempt), countdown=step.after_s)
     elif isinstance(step, dispatch.StartFollowing):
         follow_run.apply_async((run_id,), countdown=step.after_s)
 
@@ -101,8 +109,7 @@ def recover_runs() -> int:
     runs wait in the database, whatever happened to the messages. Returns how many runs
     were taken up (dispatched again or followed)."""
     to_dispatch, to_follow = dispatch.runs_to_recover()
-    for run_id in to_dispatch:
-        dispatch_run.delay(run_id)
+    _send_dispatches(to_dispatch)
     for run_id in to_follow:
         follow_run.delay(run_id)
     # Not request_pump: its flag may be left by a pump message the killed worker held.

@@ -116,7 +116,12 @@ def run_resume(request, run_id: int):
     run = run_for(request.user, run_id)
     if not can_act_on(request.user, run):
         return HttpResponseForbidden("only members of the run's team resume it")
-    if request_resume(run):
+    try:
+        resumed = request_resume(run)
+    except SubmissionRefused as exc:
+        messages.error(request, f"Run #{run.pk} was not resumed: {exc}")
+        return redirect("run-dashboard", run_id=run.pk)
+    if resumed:
         messages.info(request, f"Run #{run.pk} resumes from its latest checkpoint.")
     else:
         messages.info(request, f"Run #{run.pk} is {run.state}; only failed or cancelled runs resume.")

@@ -7,17 +7,21 @@ or reads the other's cached series (``UMBRA_CELERY_QUEUE`` / ``UMBRA_CHANNEL_PRE
 """
 from __future__ import annotations
 
+import hashlib
 import re
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
 def installation_name(database: dict) -> str:
-    """``umbra`` for the PostgreSQL database ``umbra`` on the default port (the compose
-    stack's), ``umbra-<name>[-<port>]`` for other databases (the settings accept
-    PostgreSQL only)."""
-    name = str(database.get("NAME") or "")
-    slug = _UNSAFE.sub("-", name).strip("-") or "db"
-    base = slug if slug == "umbra" or slug.startswith("umbra-") else f"umbra-{slug}"
-    port = str(database.get("PORT") or "")
-    return base if port in ("", "5432") else f"{base}-{port}"
+    """``umbra`` for the database ``umbra`` on port 5432 (the compose stack's and the
+    demo's), else ``umbra-<name>-<hash>``: the name for people, a hash of host, port and
+    name so that databases whose names read alike (``x`` and ``umbra-x``, ``a b`` and
+    ``a-b``, one name on two hosts) never share a queue."""
+    name, host = str(database.get("NAME") or ""), str(database.get("HOST") or "")
+    port = str(database.get("PORT") or "5432")
+    if name == "umbra" and port == "5432":
+        return "umbra"
+    slug = _UNSAFE.sub("-", name).strip("-")[:40] or "db"
+    digest = hashlib.sha256(f"{host}:{port}/{name}".encode()).hexdigest()[:8]
+    return f"umbra-{slug}-{digest}"

@@ -4,6 +4,7 @@ Default: the local PostgreSQL (database ``umbra``, created by `make demo`), the 
 Redis, a local Ray head started on demand. Production: DATABASE_URL, REDIS_URL, RAY_ADDRESS.
 """
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -81,9 +82,13 @@ WSGI_APPLICATION = None
 
 # PostgreSQL only, the one database of the demo, the tests and production: queries such
 # as the tag filter (JSON containment) exist on no other backend.
-DATABASE_URL = os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/umbra")
-DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=0)}
-if DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
+DATABASE_URL = os.environ.get("DATABASE_URL", "").strip() or "postgres://postgres@127.0.0.1:5432/umbra"
+try:
+    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=0)}
+except ValueError as exc:  # an unknown scheme
+    raise ImproperlyConfigured(f"DATABASE_URL is no database URL ({exc}): give postgres://user@host:port/name") \
+        from None
+if DATABASES["default"]["ENGINE"] not in ("django.db.backends.postgresql", "django.contrib.gis.db.backends.postgis"):
     raise ImproperlyConfigured(f"DATABASE_URL must be a PostgreSQL URL (postgres://user@host:port/name), "
                                f"not {DATABASE_URL.split(':', 1)[0]}: Umbra runs on PostgreSQL only")
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
@@ -143,7 +148,7 @@ UMBRA_FOLLOW_GRACE_S = float(os.environ.get("UMBRA_FOLLOW_GRACE_S", "30"))
 def _count_setting(name: str, default: int) -> int:
     """A whole number >= 0 from the environment; anything else stops the start with its name."""
     raw = os.environ.get(name, str(default))
-    if not raw.strip().isdigit():
+    if not re.fullmatch(r"[0-9]+", raw.strip()):  # (not isdigit: it takes "²")
         raise RuntimeError(f"{name} must be a whole number >= 0, not {raw!r}")
     return int(raw)
 

@@ -199,3 +199,13 @@ def test_delete_on_the_token_endpoint_revokes_only_the_token_it_signs_in_with(ap
     assert client.delete("/api/auth/token/").status_code == 204
     assert not Token.objects.filter(key=mine.key).exists() and Token.objects.filter(key=other.key).exists()
     assert "detail" in _json_error(client.delete("/api/auth/token/"), 401)  # already revoked
+
+
+def test_a_submission_with_keys_it_does_not_know_is_refused_and_nothing_is_stored(api):
+    from runs.models import Run
+
+    body = {"team": "alpha", "experiment": "e", "config": {"model": "tiny"}, "tags": ["x"]}
+    assert _json_error(api.post("/api/runs/", body, format="json"), 400) == {"tags": ["unknown field"]}
+    assert _json_error(api.post("/api/experiments/", {"team": "alpha", "name": "n", "bogus": 1}, format="json"),
+                       400) == {"bogus": ["unknown field"]}
+    assert not Run.objects.exists()

@@ -268,5 +268,5 @@ def test_a_refused_submission_prints_the_servers_reason_on_one_line(alice, umbra
     path.write_text("team: alpha\nexperiment: e\nmodel: tiny\n")
     code, out, err = umbra("submit", path)
     assert code == 1 and out == ""
-    assert _one_line(err).startswith("umbra: team 'alpha' already has 1 runs waiting in the queue"), err
+    assert _one_line(err).startswith("umbra: team 'alpha' has 1 run waiting in the queue; the limit is 1"), err
     assert Run.objects.count() == 1

@@ -161,3 +161,60 @@ def test_one_pump_decides_at_a_time(teams):
     finally:
         leases.release(queue.PUMP_LEASE_KEY, "someone-else")
     assert queue.pump(cluster(HOLDS_MANY)).dispatched == [Run.objects.get().pk]
+
+
+def test_a_model_whose_config_cannot_be_counted_does_not_stop_the_queue(teams, tmp_path):
+    bad = []
+    for name, hf in (("zero", {"num_attention_heads": 0}), ("inf", {"hidden_size": 1e400}),
+                     ("negative", {"vocab_size": -5})):
+        folder = tmp_path / name
+        folder.mkdir()
+        base = {"hidden_size": 64, "num_hidden_layers": 2, "vocab_size": 100, "num_attention_heads": 4}
+        (folder / "config.json").write_text(__import__("json").dumps({**base, **hf}))
+        bad.append(factories.run(factories.experiment(factories.team(f"t-{name}")),
+                                 config={**CONFIG, "model": str(folder)}).pk)
+    b1 = submit(teams["beta"], "beta")
+    # each counted as the largest named model (no exception, no negative demand): all fit
+    assert sorted(queue.pump(cluster(HOLDS_MANY)).dispatched) == sorted([*bad, b1])
+
+
+def test_round_robin_is_per_cluster_a_team_busy_elsewhere_keeps_its_turn_here(teams, settings):
+    settings.UMBRA_ALLOWED_CLUSTERS = ["http://big:8265"]
+    b1, b2 = submit(teams["beta"], "beta"), submit(teams["beta"], "beta")
+    a1 = submit(teams["alpha"], "alpha")
+    elsewhere = submit(teams["alpha"], "alpha", cluster="http://big:8265")
+    for totals in (HOLDS_ONE, HOLDS_ONE):
+        queue.pump(lambda config: HOLDS_MANY if config.get("cluster") else totals)
+        for run in Run.objects.filter(state="dispatching").exclude(pk=elsewhere):
+            end(run.pk)
+    # on the default cluster: beta first (it queued first), then alpha, whatever alpha does on "big"
+    assert Run.objects.get(pk=elsewhere).dispatched_at is not None
+    order = list(Run.objects.filter(pk__in=[b1, b2, a1], dispatched_at__isnull=False)
+                 .order_by("dispatched_at").values_list("pk", flat=True))
+    assert order == [b1, a1]
+
+
+def test_a_dispatch_message_of_an_earlier_attempt_does_not_start_the_resumed_run(teams):
+    from runs import dispatch
+    from runs.services import request_resume
+
+    a1 = submit(teams["alpha"], "alpha")
+    queue.pump(cluster(HOLDS_ONE))  # the pump chose attempt 0; its dispatch is retrying
+    transition(a1, Run.State.CANCELLED, "cancelled; the cluster did not answer")
+    request_resume(Run.objects.get(pk=a1))  # attempt 1 waits in the queue
+    assert dispatch.dispatch(a1, attempt=0) == dispatch.DONE
+    assert states(a1) == ["queued"] and Run.objects.get(pk=a1).ray_job_id == ""
+
+
+def test_a_cancel_of_a_run_the_pump_took_meanwhile_stops_its_job(teams):
+    from unittest import mock
+
+    from runs import services
+
+    a1 = submit(teams["alpha"], "alpha")
+    stale = Run.objects.get(pk=a1)  # read while queued
+    queue.pump(cluster(HOLDS_ONE))
+    with mock.patch.object(services.cancel_run, "delay") as cancel:
+        request_cancel(stale)
+    cancel.assert_called_once_with(a1)
+    assert states(a1) == ["dispatching"]  # the job is stopped; the follow task records the cancel

@@ -100,7 +100,7 @@ def test_recovery_after_a_restart_takes_the_queue_up_from_the_database(team_user
     chosen = factories.run(exp, config=CONFIG.model_dump(), state="dispatching")
     waiting = [create_run(user, team, "q", CONFIG).pk for _ in range(2)]
     assert tasks.recover_runs.run() == 2
-    assert [c.args for c in celery.dispatch.call_args_list] == [(chosen.pk,)]
+    assert [c.args for c in celery.dispatch.call_args_list] == [(chosen.pk, chosen.attempt)]  # the attempt it was chosen at
     assert [c.args for c in celery.follow.call_args_list] == [(running.pk,)]
     assert celery.pump.called and all(pk not in dict(celery.dispatch.call_args_list) for pk in waiting)
 

@@ -30,7 +30,7 @@ def test_a_teams_full_queue_refuses_submissions_with_429(api, settings):
     assert [api.post("/api/runs/", BODY, format="json").status_code for _ in range(2)] == [201, 201]
     resp = api.post("/api/runs/", BODY, format="json")
     assert resp.status_code == 429 and Run.objects.count() == 2
-    assert "already has 2 runs waiting in the queue" in resp.json()["detail"]
+    assert "has 2 runs waiting in the queue; the limit is 2" in resp.json()["detail"]
     Run.objects.filter(pk=Run.objects.first().pk).update(state="running")  # one started: a place is free
     assert api.post("/api/runs/", BODY, format="json").status_code == 201
 
@@ -56,8 +56,8 @@ def test_the_web_form_shows_the_refusal(client, team_user, settings):
     resp = client.post(f"/teams/{team.slug}/runs/new/", form)
     assert resp.status_code == 429 and Run.objects.count() == 1
     errors = resp.context["form"].non_field_errors()
-    assert errors and "already has 1 runs waiting" in errors[0]
-    assert "already has 1 runs waiting" in resp.content.decode()
+    assert errors and "has 1 run waiting" in errors[0]
+    assert resp.content.decode().count("has 1 run waiting") == 1  # shown once, above the fields
 
 
 def test_dry_run_answers_the_contract_and_stores_nothing(api, django_capture_on_commit_callbacks):
@@ -83,10 +83,25 @@ def test_dry_run_gives_the_place_the_run_would_take(api):
 
 def test_dry_run_checks_what_a_submission_checks(api, settings):
     assert api.post("/api/runs/?dry_run=1", {**BODY, "config": {"group_size": 1}}, format="json").status_code == 400
-    assert api.post("/api/runs/?dry_run=maybe", BODY, format="json").json() == {
-        "dry_run": ["must be 1 (validate only) or 0"]}
+    for bad in ("maybe", "%20", "TRUE", "1&dry_run=0"):  # never stored because of a typo
+        assert api.post(f"/api/runs/?dry_run={bad}", BODY, format="json").json() == {
+            "dry_run": ["give it once, as one of 1, true, yes, 0, false, no"]}, bad
+    for unknown in ("dryrun", "DRY_RUN"):
+        assert api.post(f"/api/runs/?{unknown}=1", BODY, format="json").json() == {
+            unknown: ["unknown query parameter: a submission takes only dry_run"]}
+    assert not Run.objects.exists()
     assert api.post("/api/runs/?dry_run=0", BODY, format="json").status_code == 201
     settings.UMBRA_TEAM_MAX_QUEUED = 1
     resp = api.post("/api/runs/?dry_run=1", BODY, format="json")
     assert resp.status_code == 429 and "waiting in the queue" in resp.json()["detail"]
     assert Run.objects.count() == 1
+
+
+def test_a_resume_past_the_teams_queue_limit_is_refused_and_changes_nothing(api, settings):
+    settings.UMBRA_TEAM_MAX_QUEUED = 1
+    failed = factories.run(factories.experiment(api.team), state="failed", created_by=api.user)
+    api.post("/api/runs/", BODY, format="json")  # the one place in the queue
+    resp = api.post(f"/api/runs/{failed.pk}/resume/")
+    assert resp.status_code == 429 and "waiting in the queue" in resp.json()["detail"]
+    failed.refresh_from_db()
+    assert failed.state == "failed" and failed.attempt == 0

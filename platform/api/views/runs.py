@@ -21,15 +21,22 @@ from teams.selectors import team_for_member
 from telemetry.models import MetricPoint
 
 ITERATION_METRIC = "iteration/time_s"
-_YES, _NO = ("1", "true", "yes"), ("", "0", "false", "no")
+_YES, _NO = ("1", "true", "yes"), ("0", "false", "no")
 
 
 def _dry_run(request) -> bool:
-    """The ``dry_run`` query parameter: 1/true/yes or 0/false/no (absent = no); 400 otherwise."""
-    raw = request.query_params.get("dry_run", "").strip().lower()
-    if raw not in _YES + _NO:
-        raise ValidationError({"dry_run": ["must be 1 (validate only) or 0"]})
-    return raw in _YES
+    """The ``dry_run`` query parameter, given at most once, exactly one of the schema's
+    values (absent = no); 400 otherwise: a submission the client meant as a dry run must
+    never be stored because of a typo."""
+    unknown = sorted(set(request.query_params) - {"dry_run"})
+    if unknown:  # e.g. ?dryrun=1 or ?DRY_RUN=1: meant as a dry run, it would store a run
+        raise ValidationError({name: ["unknown query parameter: a submission takes only dry_run"] for name in unknown})
+    given = request.query_params.getlist("dry_run")
+    if not given:
+        return False
+    if len(given) > 1 or given[0] not in _YES + _NO:
+        raise ValidationError({"dry_run": [f"give it once, as one of {', '.join(_YES + _NO)}"]})
+    return given[0] in _YES
 
 
 def _refused(exc: SubmissionRefused) -> Response:
@@ -64,7 +71,7 @@ class RunListView(generics.ListAPIView):
 
     @extend_schema(
         request=RunCreateSerializer,
-        parameters=[OpenApiParameter("dry_run", {"type": "string", "enum": [v for v in _YES + _NO if v]},
+        parameters=[OpenApiParameter("dry_run", {"type": "string", "enum": list(_YES + _NO)},
                                      description="1 (or true, yes): validate only, store nothing")],
         responses={201: RunSerializer, 200: DryRunSerializer,
                    404: error(404, "no such team, or the user is not in it"),
@@ -116,14 +123,20 @@ class RunCancelView(APIView):
 
 class RunResumeView(APIView):
     @extend_schema(request=None, responses={
-        202: RunSerializer, 409: error(409, "only a failed or cancelled run resumes")})
+        202: RunSerializer, 409: error(409, "only a failed or cancelled run resumes"),
+        429: error(429, "the team already has the most runs waiting in the queue (`UMBRA_TEAM_MAX_QUEUED`)")})
     def post(self, request, pk: int):
         """Resume a failed or cancelled run from its latest checkpoint as a new attempt
-        (members and admins of the run's team); 409 for a run in any other state."""
+        (members and admins of the run's team); 409 for a run in any other state, 429 when
+        its team has the most runs waiting."""
         run = run_for(request.user, pk)
         if not can_act_on(request.user, run):
             raise PermissionDenied("only members of the run's team resume it")
-        if not request_resume(run):
+        try:
+            resumed = request_resume(run)
+        except SubmissionRefused as exc:
+            return _refused(exc)
+        if not resumed:
             return Response({"detail": f"only failed or cancelled runs resume; this one is {run.state}"},
                             status=status.HTTP_409_CONFLICT)
         return Response(RunSerializer(_visible_run(request, pk)).data, status=status.HTTP_202_ACCEPTED)

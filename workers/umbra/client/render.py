@@ -90,13 +90,15 @@ def fmt_with_ratio(value, ratio) -> str:
     return f"{shown} ({r})" if r and value is not None else shown
 
 
-def fmt_time(iso: str | None) -> str:
-    """An ISO-8601 timestamp as local ``YYYY-MM-DD HH:MM``; ``–`` for None; the input
-    unchanged when it does not parse."""
+def fmt_time(iso: str | None, seconds: bool = False) -> str:
+    """An ISO-8601 timestamp as local ``YYYY-MM-DD HH:MM`` (``:SS`` with ``seconds``: an
+    event log's steps are seconds apart); ``–`` for None; the input unchanged when it does
+    not parse."""
     if not iso:
         return MISSING
     try:
-        return datetime.fromisoformat(iso.replace("Z", "+00:00")).astimezone().strftime("%Y-%m-%d %H:%M")
+        return datetime.fromisoformat(iso.replace("Z", "+00:00")).astimezone().strftime(
+            "%Y-%m-%d %H:%M:%S" if seconds else "%Y-%m-%d %H:%M")
     except (TypeError, ValueError):
         return str(iso)
 

@@ -12,7 +12,7 @@ from django.core.management.base import BaseCommand, CommandError
 from pydantic import ValidationError
 
 from runs.models import Run
-from runs.services import create_run
+from runs.services import SubmissionRefused, create_run
 from teams.models import Membership, Team
 from umbra.config import RunConfig
 
@@ -46,7 +46,10 @@ class Command(BaseCommand):
                                max_tokens=opts["max_tokens"])
         except ValidationError as exc:
             raise CommandError(f"invalid demo config: {exc}") from None
-        run = create_run(user, team, "demo", config)
+        try:
+            run = create_run(user, team, "demo", config)
+        except SubmissionRefused as exc:  # e.g. the demo team's queue is full
+            raise CommandError(f"the demo run was not submitted: {exc}") from None
         url = f"{opts['base_url']}/runs/{run.pk}/"
         self.stdout.write(f"Login: {DEMO_USER} / {DEMO_PASSWORD}\nDashboard: {url}")
         if opts["follow"]:

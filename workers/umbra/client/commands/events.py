@@ -27,7 +27,7 @@ def events_table(events: list[dict]) -> Table:
     for header in ("at", "kind", "from", "to", "reason"):
         table.add_column(header)
     for e in events:
-        table.add_row(text(fmt_time(e.get("at"))), text(e.get("kind")), text(e.get("from_state") or None),
+        table.add_row(text(fmt_time(e.get("at"), seconds=True)), text(e.get("kind")), text(e.get("from_state") or None),
                       state_text(e.get("to_state") or None), text(e.get("reason") or ""))
     return table
 
