@@ -58,9 +58,10 @@ def within_capacity_and_fresh_reserve(policy):
 
 @settings(max_examples=80, deadline=None)
 @given(st.integers(1, 5), st.integers(1, 6), st.integers(1, 3), st.integers(1, 60), st.sampled_from([1, 4, 16]),
-       st.booleans(), st.booleans(), st.integers(0, 10_000), st.sampled_from([True, "estimate", "adaptive", False]))
+       st.booleans(), st.booleans(), st.integers(0, 10_000), st.sampled_from([True, "estimate", "adaptive", False]),
+       st.sampled_from([None, 1, 2]))
 def test_ledger_never_over_capacity_and_every_request_completes_once(n_groups, g_size, n_inst, max_tokens, block,
-                                                                     context_aware, shared_kv, seed, reserve):
+                                                                     context_aware, shared_kv, seed, reserve, spread):
     rng = random.Random(seed)
     prompts = [[1] * rng.randint(1, 40) for _ in range(n_groups)]
     groups = make_groups(prompts, g_size, max_tokens, seed)
@@ -70,7 +71,7 @@ def test_ledger_never_over_capacity_and_every_request_completes_once(n_groups, g
     kv = KVBudget([-(-longest // block) * block * rng.randint(1, 4) for _ in range(n_inst)], block,
                   shared_kv=shared_kv)
     policy = SeerPolicy(chunk_tokens=rng.randint(1, 24), kv_block_tokens=block, context_aware=context_aware,
-                        growth_reserve=reserve)
+                        growth_reserve=reserve, balance_spread=spread)
     log = kv_rollout(policy, groups, [rng.randint(1, 6)] * n_inst, kv, true_len, within_capacity_and_fresh_reserve)
     for g in groups:
         for r in g:
@@ -144,6 +145,34 @@ def test_a_parked_request_keeps_its_kv_and_its_next_chunk_runs_there():
     for chunks in by_req.values():
         assert len({i for i, _ in chunks}) == 1  # affinity: one instance
         assert [res for _, res in chunks] == [False] + [True] * (len(chunks) - 1)
+
+
+def _first_instances(policy, groups, slots, kv, true_len):
+    return {rid: inst for rid, inst, *_ in reversed(kv_rollout(policy, groups, slots, kv, true_len))}
+
+
+def test_balance_moves_parked_requests_to_an_instance_that_holds_spread_fewer():
+    # 8 requests over two instances, 4 each; those on instance 1 end after one chunk, those on
+    # instance 0 run on. With balance_spread=2, instance 0 sheds parked requests to instance 1
+    # until they hold fewer than 2 apart; without it every request stays where it started.
+    def setup():
+        return make_groups([[1] * 5], 8, 40, 0)
+    kv = KVBudget([10_000, 10_000], 1)
+    first = _first_instances(SeerPolicy(chunk_tokens=4), setup(), [4, 4], kv, {f"g0-r{i}": 40 for i in range(8)})
+    assert sorted(first.values()) == [0] * 4 + [1] * 4
+    true_len = {rid: 40 if inst == 0 else 4 for rid, inst in first.items()}
+    still = SeerPolicy(chunk_tokens=4)
+    log = kv_rollout(still, setup(), [4, 4], kv, true_len)
+    assert still.migrations == 0 and {inst for rid, inst, *_ in log if first[rid] == 0} == {0}
+
+    def bounded(policy):  # after each round: no instance idles while another holds 2 more parked
+        on = policy.ledger.on
+        if policy.outstanding and not policy.running[1] and policy.ledger.n_parked[0]:
+            assert len(on[0]) - len(on[1]) < 2
+    moving = SeerPolicy(chunk_tokens=4, balance_spread=2)
+    log = kv_rollout(moving, setup(), [4, 4], kv, true_len, bounded)
+    moved = {rid for rid, inst, *_ in log if first[rid] == 0 and inst == 1}
+    assert len(moved) == moving.migrations == 2  # 4 vs 0 -> 2 vs 2, then balanced
 
 
 def test_a_full_instance_gives_up_the_lowest_ranked_parked_kv_and_counts_it():

@@ -34,6 +34,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="seer: KV kept free for parked requests when admitting a new one: one chunk each, "
                         "their group estimates, one chunk until the instance first gives up KV and the estimate "
                         "from then on (adaptive), or none")
+    p.add_argument("--balance-spread", type=int, default=None,
+                   help="seer: move a parked request to an instance holding this many fewer requests (ours; default off)")
     p.add_argument("--temperature", type=float, default=1.0)
     p.add_argument("--kv-cache-gib", type=int, default=1)
     p.add_argument("--max-num-seqs", type=int, default=256)
@@ -49,7 +51,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run the benchmark; returns the exit code (2 on bad input)."""
     try:
-        variants = [variant(n.strip(), args.chunk_tokens, kv_reserve=args.kv_reserve)
+        variants = [variant(n.strip(), args.chunk_tokens, kv_reserve=args.kv_reserve, balance_spread=args.balance_spread)
                     for n in args.policies.split(",") if n.strip()]
         if not variants:
             raise ValueError("--policies names no policy")
@@ -99,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
     managers = {spec: RolloutManager.start(path, args.instances, shape, args.seed, speculative=spec)
                 for spec in sorted({v.spec for v in variants} | {False})}
     block = managers[False].kv_block_tokens()
-    variants = [variant(v.name, args.chunk_tokens, block, args.kv_reserve) for v in variants]
+    variants = [variant(v.name, args.chunk_tokens, block, args.kv_reserve, args.balance_spread) for v in variants]
     warm = dataclasses.replace(shape, group_size=2, max_tokens=8)
     for m in managers.values():  # warm-up: first requests pay one-off costs
         m.generate(-1, prompts[:2], args.seed + 1, build(variant("request-lb", args.chunk_tokens), None), warm)

@@ -33,6 +33,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--shared-kv", action="store_true", help="a global KV pool: migrations re-prefill nothing")
     p.add_argument("--kv-reserve", choices=KV_RESERVES, default="adaptive",
                    help="seer: KV kept free for parked requests when admitting a new one")
+    p.add_argument("--balance-spread", type=int, default=None,
+                   help="seer: move a parked request to an instance holding this many fewer requests (ours; default off)")
     p.add_argument("--instances", type=int, default=None, help="override the instance count")
     p.add_argument("--kv-tokens", type=int, default=None, help="override KV tokens per instance")
     p.add_argument("--max-batch", type=int, default=None, help="override the most requests per instance")
@@ -92,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
         if not names:
             raise ValueError("--policies names no policy")
         for n in names:
-            variant(n, 1)
+            variant(n, 1, balance_spread=args.balance_spread)
         for flag in ("group_size", "instances", "kv_tokens", "max_batch", "chunk_tokens"):
             val = getattr(args, flag)
             if val is not None and val < 1:
@@ -119,9 +121,10 @@ def run(args: argparse.Namespace) -> int:
     n_req = sum(len(g) for g in workload.groups)
     print(f"workload {workload.name}: {n_req} requests in {len(workload.groups)} groups, max_tokens "
           f"{workload.max_tokens}, {workload.cluster.instances} instances x {workload.cluster.kv_tokens} KV tokens, "
-          f"chunk {chunk}, accept_len {args.accept_len}{', shared KV' if args.shared_kv else ''}", flush=True)
+          f"chunk {chunk}, accept_len {args.accept_len}{', shared KV' if args.shared_kv else ''}"
+          f"{f', balance spread {args.balance_spread}' if args.balance_spread else ''}", flush=True)
     t0 = time.perf_counter()
-    results = simulate_policies(workload, names, chunk, spec, args.shared_kv, args.kv_reserve)
+    results = simulate_policies(workload, names, chunk, spec, args.shared_kv, args.kv_reserve, args.balance_spread)
     wall = time.perf_counter() - t0
     labels = dict(ABLATION) if args.ablation else {}
     print_table(results, labels)
@@ -132,6 +135,7 @@ def run(args: argparse.Namespace) -> int:
         with open(args.json_path, "w") as fh:
             json.dump({"workload": workload.name, "meta": workload.meta, "chunk_tokens": chunk,
                        "accept_len": args.accept_len, "shared_kv": args.shared_kv, "wall_s": wall,
+                       "kv_reserve": args.kv_reserve, "balance_spread": args.balance_spread,
                        "results": {k: {f: v for f, v in r.items() if f != "records"} for k, r in results.items()}},
                       fh, indent=2)
     return 0
@@ -156,7 +160,7 @@ def _versus_trace(args, names: list[str], chunk: int, spec) -> int:
     try:
         rows = _trace_rows(args)
         out = versus_trace(rows, names, chunk, spec, args.shared_kv, args.kv_reserve, args.instances,
-                           args.kv_tokens, args.max_batch, _step(args), check)
+                           args.kv_tokens, args.max_batch, _step(args), check, args.balance_spread)
     except (ValueError, OSError) as exc:
         print(f"umbra sim: {exc}", file=sys.stderr)
         return 2

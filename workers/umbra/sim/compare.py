@@ -23,7 +23,7 @@ def trace_cluster_workload(rows: list[dict], policy: str | None, instances: int 
 
 
 def simulate_policies(workload, names: list[str], chunk_tokens: int, spec, shared_kv: bool,
-                      kv_reserve: str = "adaptive") -> dict:
+                      kv_reserve: str = "adaptive", balance_spread: int | None = None) -> dict:
     """Per policy name: the result row (see FIELDS) plus ``wall_s`` and ``requests`` (records)."""
     from umbra.rollout.policies.variants import build, variant
     from umbra.rollout.metrics import policy_counters, request_records, rollout_metrics
@@ -33,7 +33,7 @@ def simulate_policies(workload, names: list[str], chunk_tokens: int, spec, share
     block = KV_BLOCK_TOKENS  # chunk ends aligned as on CUDA engines
     out = {}
     for name in names:
-        v = variant(name, chunk_tokens, block, kv_reserve)
+        v = variant(name, chunk_tokens, block, kv_reserve, balance_spread)
         t0 = time.perf_counter()
         policy = build(v, lengths)
         res = simulate(policy, workload, spec if v.spec else None, shared_kv)
@@ -52,7 +52,8 @@ def simulate_policies(workload, names: list[str], chunk_tokens: int, spec, share
 
 
 def versus_trace(rows: list[dict], names: list[str], chunk_tokens: int, spec, shared_kv: bool, kv_reserve: str,
-                 instances: int | None, kv_tokens: int | None, max_batch: int | None, step, check=None) -> dict:
+                 instances: int | None, kv_tokens: int | None, max_batch: int | None, step, check=None,
+                 balance_spread: int | None = None) -> dict:
     """Each policy of ``names`` recorded in the trace, simulated on its own recorded requests
     and cluster, beside what was measured: per policy ``{"sim_time_s", "real_time_s",
     "time_ratio", "sim_tail_s", "real_tail_s", "tail_ratio"}`` (sim / real). Policies
@@ -73,7 +74,7 @@ def versus_trace(rows: list[dict], names: list[str], chunk_tokens: int, spec, sh
         chosen.append((name, mine, w))
     out = {}
     for name, mine, w in chosen:
-        sim = simulate_policies(w, [name], chunk_tokens, spec, shared_kv, kv_reserve)[name]
+        sim = simulate_policies(w, [name], chunk_tokens, spec, shared_kv, kv_reserve, balance_spread)[name]
         finishes = [r["finish_s"] for r in mine]
         real_time, real_tail = max(finishes), tail_time(0.0, finishes)
         out[name] = {"sim_time_s": sim["rollout_time_s"], "real_time_s": real_time,

@@ -61,6 +61,11 @@ class SeerPolicy(Policy):
     - An instance with nothing running whose best parked request cannot grow gives up its
       lowest-ranked parked requests' KV until it can, equals included.
     - Anti-starvation: a request that has waited ``starvation_limit`` decisions goes first.
+    - ``balance_spread`` (None = off): a parked request's next chunk goes to the least loaded
+      instance holding at least that many fewer requests (running or parked) where it fits
+      above the growth reserve, re-prefilling its context there (a migration): instances
+      whose loads drift apart slow the longest requests down (measured in the simulator:
+      moonlight 90% -> 99% of ``oracle-lfs``).
     - ``length_history`` (True, or a :class:`~umbra.rollout.policies.length_history.LengthHistory`;
       kept across rollouts): a group's estimate starts at the longest remembered response to
       its prompt instead of unknown, and every finished response is remembered.
@@ -70,7 +75,8 @@ class SeerPolicy(Policy):
 
     def __init__(self, chunk_tokens: int = 64, divided: bool = True, context_aware: bool = True,
                  affinity_spread: int = 1, starvation_limit: int = 10_000, kv_block_tokens: int = 1,
-                 estimate_floor: bool = True, growth_reserve: bool | str = "adaptive", length_history=None):
+                 estimate_floor: bool = True, growth_reserve: bool | str = "adaptive", length_history=None,
+                 balance_spread: int | None = None):
         if chunk_tokens < 1:
             raise ValueError("chunk_tokens must be >= 1")
         if kv_block_tokens < 1:
@@ -84,6 +90,7 @@ class SeerPolicy(Policy):
         self.starvation_limit = starvation_limit
         self.estimate_floor = estimate_floor
         self.growth_reserve = growth_reserve
+        self.balance_spread = balance_spread
         # True: a history of its own, kept across this object's rollouts (the run's policy object)
         self.length_history = LengthHistory() if length_history is True else (length_history or None)
         self.tight: set[int] = set()  # instances that gave up KV ("adaptive" reserve; kept across rollouts)
@@ -300,11 +307,31 @@ class SeerPolicy(Policy):
                     fresh_blocked = True  # no later new request overtakes it
                     continue
             else:
+                j = self._balance_target(r, h)
+                if j is not None:
+                    return self._dispatch(self._pop(e), j)
                 if not self._slot(h) or not (self._fits_home(r, h) or self._make_room(h, e)):
                     continue
                 inst = h
             return self._dispatch(self._pop(e), inst)
         return None
+
+    def _balance_target(self, r: Request, h: int) -> int | None:
+        """An instance holding at least ``balance_spread`` fewer requests (running or parked)
+        than ``r``'s home ``h`` where ``r``'s next chunk fits above the growth reserve: the
+        least loaded such one, else None (ours)."""
+        led = self.ledger
+        if self.balance_spread is None or led is None:
+            return None
+        n_h, best, best_n = len(led.on[h]), None, None
+        budget = self.chunk_budget(r)
+        for j in range(len(self.capacities)):
+            n_j = len(led.on[j])
+            if j == h or n_h - n_j < self.balance_spread or not self._slot(j) or self.capacities[j] <= 0:
+                continue
+            if (best_n is None or n_j < best_n) and led.fits(r, j, budget, self._reserve(j)):
+                best, best_n = j, n_j
+        return best
 
     def _make_room(self, i: int, e: tuple, equals: bool = False) -> bool:
         """Give up the KV of parked requests on ``i`` ranked below ``e`` (lowest first;

@@ -34,19 +34,25 @@ class Variant:
 KV_RESERVES = ("chunk", "estimate", "none", "adaptive")
 
 
-def variant(name: str, chunk_tokens: int, kv_block_tokens: int = 1, kv_reserve: str = "adaptive") -> Variant:
+def variant(name: str, chunk_tokens: int, kv_block_tokens: int = 1, kv_reserve: str = "adaptive",
+            balance_spread: int | None = None) -> Variant:
     """Resolve one of :data:`VARIANT_NAMES`; seer variants align chunk ends to
     ``kv_block_tokens`` and keep ``kv_reserve`` KV free for parked requests when admitting
-    a new one (``SeerPolicy.growth_reserve``). Raises ValueError for other names."""
+    a new one (``SeerPolicy.growth_reserve``) and move a parked request to an instance holding
+    ``balance_spread`` fewer requests (``SeerPolicy.balance_spread``; None = off). Raises
+    ValueError for other names."""
     if kv_reserve not in KV_RESERVES:
         raise ValueError(f"unknown KV reserve '{kv_reserve}': use {', '.join(KV_RESERVES)}")
+    if balance_spread is not None and balance_spread < 1:
+        raise ValueError("balance spread must be >= 1")
     if name in BASELINES:
         return Variant(name, name, {})
     if name not in SEER_VARIANTS:
         raise ValueError(f"unknown policy '{name}': use {', '.join(VARIANT_NAMES)}")
     reserve = {"chunk": True, "estimate": "estimate", "none": False, "adaptive": "adaptive"}[kv_reserve]
     opts = {"chunk_tokens": chunk_tokens, "divided": True, "context_aware": True,
-            "kv_block_tokens": kv_block_tokens, "growth_reserve": reserve, **SEER_VARIANTS[name]}
+            "kv_block_tokens": kv_block_tokens, "growth_reserve": reserve, "balance_spread": balance_spread,
+            **SEER_VARIANTS[name]}
     spec = opts.pop("spec", True)
     return Variant(name, "seer", opts, spec)
 
