@@ -10,10 +10,12 @@ from umbra.rollout.policies import make_policy
 SEER_VARIANTS = {"seer": {}, "seer-no-spec": {"spec": False}, "seer-no-context": {"context_aware": False},
                  "seer-no-divided": {"divided": False}, "seer-divided": {"context_aware": False, "spec": False},
                  # beyond the paper: seer without speculation, group estimates primed by earlier rollouts
-                 "seer-history": {"spec": False, "length_history": True}}
+                 "seer-history": {"spec": False, "length_history": True},
+                 # beyond the paper: seer without speculation, instance loads kept within 4 requests
+                 "seer-balanced": {"spec": False, "balance_spread": 4}}
 BASELINES = ("verl", "static-group", "request-lb", "oracle-lfs")
 VARIANT_NAMES = ("verl", "static-group", "request-lb", "seer-divided", "seer-no-spec", "seer", "seer-no-context",
-                 "seer-no-divided", "seer-history", "oracle-lfs")
+                 "seer-no-divided", "seer-history", "seer-balanced", "oracle-lfs")
 # What bench, sim and the what-if page compare unless told otherwise.
 DEFAULT_VARIANTS = ("verl", "static-group", "request-lb", "seer-no-spec", "seer", "oracle-lfs")
 # Seer Table 4's rows: baseline (veRL), + divided rollout, + context-aware scheduling, + grouped SD.
