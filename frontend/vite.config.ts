@@ -6,6 +6,7 @@ import { defineConfig, type EnvironmentOptions } from "vite";
 //   src/dashboard.ts -> platform/static/build/dashboard.js + dashboard.css (run dashboard)
 //   src/compare.ts   -> platform/static/build/compare.js + compare.css (run comparison)
 //   src/whatif.ts    -> platform/static/build/whatif.js + whatif.css (what-if simulations)
+//   src/runs.ts      -> platform/static/build/runs.js + runs.css (the team's runs table)
 // Each entry is built on its own, so every page's JS and CSS are self-contained
 // (no shared chunk to load, and uPlot's CSS lands in both CSS files).
 const OUT_DIR = "../platform/static/build";
@@ -33,12 +34,16 @@ export default defineConfig({
   root: fileURLToPath(new URL(".", import.meta.url)),
   publicDir: false,
   // "client" is vite's default environment: the dashboard, built first (it empties the folder).
-  environments: { client: page("dashboard", true), compare: page("compare", false), whatif: page("whatif", false) },
+  environments: {
+    client: page("dashboard", true), compare: page("compare", false), whatif: page("whatif", false),
+    runs: page("runs", false),
+  },
   builder: {
     async buildApp(builder) {
       await builder.build(builder.environments.client);
       await builder.build(builder.environments.compare);
       await builder.build(builder.environments.whatif);
+      await builder.build(builder.environments.runs);
     },
   },
 });

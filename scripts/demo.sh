@@ -23,6 +23,7 @@ if [ "$DATA" != arith ] && [ ! -f "$DATA" ]; then  # say so before anything star
 fi
 # Runs submitted in the browser may name files of the demo data's folder.
 [ -f "$DATA" ] && export UMBRA_DATA_DIRS="${UMBRA_DATA_DIRS:+$UMBRA_DATA_DIRS:}$(dirname "$DATA")"
+export UMBRA_REWARD_DIRS="${UMBRA_REWARD_DIRS:-$PWD/examples/rewards}"  # the example custom rewards
 MODEL=${MODEL:-smollm2}
 LOGS=var/log; mkdir -p $LOGS
 pids=()

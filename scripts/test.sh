@@ -10,6 +10,7 @@ export REDIS_URL=${TEST_REDIS_URL:-redis://127.0.0.1:6379/5}
 export UMBRA_CHANNEL_PREFIX=${UMBRA_CHANNEL_PREFIX:-umbra-test} UMBRA_CELERY_QUEUE=${UMBRA_CELERY_QUEUE:-umbra-test} UMBRA_FOLLOW_INTERVAL_S=1
 export UMBRA_VAR_DIR="${UMBRA_VAR_DIR:-$PWD/var/test}" UMBRA_MODEL_DIR="$PWD/var/test/models"
 export UMBRA_DATA_DIRS="$PWD/../shared/data"  # the GSM8K test set, where this workspace has it
+export UMBRA_REWARD_DIRS="$PWD/examples/rewards"  # the example custom rewards (countdown.py)
 export VLLM_CPU_KVCACHE_SPACE=1 TOKENIZERS_PARALLELISM=false RAY_DEDUP_LOGS=0
 # The test cluster listens on loopback only; Ray token auth would need a token shared by every process.
 export RAY_AUTH_MODE=${RAY_AUTH_MODE:-disabled}

@@ -18,7 +18,7 @@ from umbra.models.registry import NAMED_MODELS
 
 # A small valid config: every field's extreme must fit beside it (prompts x group <= MAX_REQUESTS).
 BASE = {"model": "tiny", "dataset": "arith", "prompts_per_iteration": 4, "group_size": 2, "max_tokens": 32,
-        "iterations": 2}
+        "iterations": 2, "val_fraction": 0.25}  # a validation set, so that any val_every is accepted
 # Caps that other fields of BASE put on a field below its own maximum.
 EFFECTIVE_MAX = {"max_tokens": NAMED_MODELS[BASE["model"]] - PROMPT_BUDGET}
 FIELDS = RunConfig.model_fields
@@ -89,7 +89,9 @@ CROSS_ACCEPTED = [{"prompts_per_iteration": PROMPTS_MAX, "group_size": MAX_REQUE
 CROSS_REFUSED = [({"prompts_per_iteration": PROMPTS_MAX, "group_size": MAX_REQUESTS // PROMPTS_MAX + 1},
                   "group_size", f"at most {MAX_REQUESTS}")] + \
                 [({"model": m, "max_tokens": ctx - PROMPT_BUDGET + 1}, "max_tokens", f"exceeds what model '{m}'")
-                 for m, ctx in NAMED_MODELS.items()]
+                 for m, ctx in NAMED_MODELS.items()] + \
+                [({"val_dataset": "arith", "val_fraction": 0.1}, "val_fraction", "not both"),
+                 ({"val_fraction": 0.0, "val_every": 1}, "val_every", "needs a validation set")]
 
 
 def form_value(value) -> str:

@@ -28,7 +28,7 @@ export class CdfChart {
   private readonly title: string;
 
   /** Build the section and append it to `parent`; `policy` (if any) goes in the title. */
-  constructor(parent: HTMLElement, policy?: string) {
+  constructor(parent: HTMLElement, policy?: string, height = CHART_HEIGHT) {
     this.title = policy ? `Request latency CDF — policy ${policy}` : "Request latency CDF";
     const { section, heading, plot } = chartSection(this.title);
     section.id = "latency-cdf";
@@ -41,7 +41,7 @@ export class CdfChart {
     this.plot = new uPlot(
       {
         width: Math.max(plot.clientWidth, 200),
-        height: CHART_HEIGHT,
+        height,
         scales: { x: { time: false }, y: { range: [0, 1] } },
         axes: [{ label: "latency (s)" }, { label: "fraction done", size: 60 }],
         series: [
@@ -59,7 +59,7 @@ export class CdfChart {
       [[], []],
       plot,
     );
-    fitWidth(this.plot, plot);
+    fitWidth(this.plot, plot, height);
   }
 
   /** Redraw from a trace; the title names its iteration. */

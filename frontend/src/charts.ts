@@ -3,7 +3,7 @@
 import uPlot from "uplot";
 import type { MetricCatalog, MetricGroup } from "./catalog";
 import type { Point } from "./types";
-import { yAxis } from "./format";
+import { formatNumber, yAxis } from "./format";
 
 export const CHART_HEIGHT = 220;
 
@@ -79,48 +79,103 @@ export function fitWidth(chart: uPlot, container: HTMLElement, height = CHART_HE
   return observer;
 }
 
-/** A line chart of one metric's [iteration, value] points, kept sorted by step. */
+/** Options of a metric chart: `wide` spans two grid columns (a headline metric), `height` in px. */
+export interface MetricChartOptions {
+  wide?: boolean;
+  height?: number;
+  /** x-axis label: "iteration" (default) or "seconds since the first point". */
+  xLabel?: string;
+}
+
+/** The hover readout of a chart: "iteration 3 · 231.0 tok/s"; "" when nothing is hovered. */
+export function readoutText(xLabel: string, x: number | null | undefined, y: number | null | undefined, unit: string): string {
+  if (x == null || y == null || !Number.isFinite(y)) return "";
+  const xs = xLabel === "iteration" ? `iteration ${x}` : `${formatNumber(x)} s`;
+  return `${xs} · ${formatNumber(y)}${unit ? ` ${unit}` : ""}`;
+}
+
+/**
+ * A line chart of one metric's [x, value] points, kept sorted by x. No legend: hovering
+ * the plot shows the point's values in the header (`.readout`).
+ */
 export class MetricChart {
   readonly section: HTMLElement;
   private readonly counter: HTMLSpanElement;
-  private readonly steps: number[] = [];
-  private readonly values: number[] = [];
+  private readonly readout: HTMLSpanElement;
+  private steps: number[] = [];
+  private values: number[] = [];
   private readonly plot: uPlot;
+  private xLabel: string;
 
   /** Build the section for `name` (title and unit from `catalog`) and append it to `parent`. */
-  constructor(readonly name: string, parent: HTMLElement, catalog: MetricCatalog) {
+  constructor(readonly name: string, parent: HTMLElement, catalog: MetricCatalog, options: MetricChartOptions = {}) {
     this.counter = document.createElement("span");
     this.counter.className = "points";
     this.counter.dataset.metric = name;
     this.counter.title = "points";
     this.counter.textContent = "0";
+    this.readout = document.createElement("span");
+    this.readout.className = "readout";
+    this.readout.setAttribute("aria-live", "off");
+    const extra = document.createElement("span");
+    extra.className = "chart-extra";
+    extra.append(this.readout, this.counter);
+    this.xLabel = options.xLabel ?? "iteration";
 
-    const { section, heading, plot } = chartSection(catalog.title(name), this.counter, name);
+    const { section, heading, plot } = chartSection(catalog.title(name), extra, name);
     heading.title = describe(catalog, name);
     section.dataset.metric = name;
+    if (options.wide) section.classList.add("wide");
     this.section = section;
     parent.append(section);
+    const height = options.height ?? CHART_HEIGHT;
+    const unit = catalog.lookup(name)?.unit ?? "";
 
     this.plot = new uPlot(
       {
         width: Math.max(plot.clientWidth, 200),
-        height: CHART_HEIGHT,
+        height,
         scales: { x: { time: false } },
         axes: [
           // Iterations are integers: never put ticks at fractional steps.
-          { label: "iteration", incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000] },
+          { label: this.xLabel, incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000] },
           yAxis(60),
         ],
         series: [
-          { label: "iteration" },
+          { label: this.xLabel },
           { label: catalog.lookup(name)?.label ?? name.split("/").pop(), stroke: "#2563eb", width: 2, points: { size: 5 } },
         ],
-        legend: { show: true },
+        legend: { show: false },
+        hooks: {
+          setCursor: [
+            (u) => {
+              const i = u.cursor.idx;
+              this.readout.textContent =
+                i == null ? "" : readoutText(this.xLabel, u.data[0][i], u.data[1][i] as number | null, unit);
+            },
+          ],
+        },
       },
       [this.steps, this.values],
       plot,
     );
-    fitWidth(this.plot, plot);
+    fitWidth(this.plot, plot, height);
+  }
+
+  /** Drop every point and label the x axis `label` (the page switched between iteration and wall time). */
+  reset(label: string): void {
+    this.steps = [];
+    this.values = [];
+    this.xLabel = label;
+    this.plot.axes[0].label = label;
+    const axisLabel = this.plot.root.querySelector(".u-axis .u-label"); // uPlot draws labels as DOM once
+    if (axisLabel) axisLabel.textContent = label;
+    this.redraw();
+  }
+
+  /** The value at the highest x, if any. */
+  get last(): number | undefined {
+    return this.values.length ? this.values[this.values.length - 1] : undefined;
   }
 
   /** Number of points the chart currently holds. */

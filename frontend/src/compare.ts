@@ -40,6 +40,7 @@ class ComparePage {
   private readonly catalog = MetricCatalog.fromPage();
   private readonly summary = el("table", { id: "summary", className: "compare-table" });
   private readonly mismatch = el("p", { id: "reference-mismatch", className: "compare-note", hidden: true });
+  private readonly concurrent = el("p", { id: "concurrency-flag", className: "compare-note compare-warning", hidden: true });
   private readonly diff = el("table", { id: "config-diff", className: "compare-table" });
   private readonly results = el("div", { className: "compare-results", hidden: true });
   private charts: OverlayChart[] = [];
@@ -53,10 +54,11 @@ class ComparePage {
       smooth: (smooth) => this.change({ smooth }, false),
       ref: (ref) => this.change({ ref }, true),
       metrics: (metrics) => this.change({ metrics }, true),
-    });
+    }, this.catalog);
     this.results.append(
       this.grid,
       heading("Summary"),
+      this.concurrent,
       this.mismatch,
       el("div", { className: "table-scroll" }),
       heading("Config differences"),
@@ -147,6 +149,11 @@ class ComparePage {
     this.mismatch.textContent = differ.length === 0 ? "" : `Ratios compare more than the policy: ${differ
       .map(([id, keys]) => `#${id} differs from reference #${data.reference} in ${keys.join(", ")}`)
       .join("; ")}.`;
+    const pairs = data.concurrent ?? [];
+    this.concurrent.hidden = pairs.length === 0;
+    this.concurrent.textContent = pairs.length === 0 ? "" : `Ran concurrently: throughput ratios are not comparable (${pairs
+      .map(([a, b]) => `#${a} and #${b} shared a cluster at the same time`)
+      .join("; ")}).`;
     renderConfigDiff(this.diff, data);
     await Promise.all(this.charts.map((c) => c.drawn));
     return this.charts.reduce((sum, c) => sum + c.points, 0);

@@ -1,5 +1,7 @@
 // The compare page's controls: x axis, EMA smoothing, reference run, metrics, CSV links.
-import { MAX_SMOOTH, X_MODES, clampSmooth, parseMetrics, type CompareView } from "./view";
+import type { MetricCatalog } from "./catalog";
+import { MetricPicker } from "./metric-picker";
+import { MAX_SMOOTH, X_MODES, clampSmooth, type CompareView } from "./view";
 import type { CompareResponse, CompareX } from "./types";
 
 export interface ControlHandlers {
@@ -44,11 +46,11 @@ export class Controls {
   private readonly smooth: HTMLInputElement;
   private readonly smoothValue: HTMLOutputElement;
   private readonly reference: HTMLSelectElement;
-  private readonly metrics: HTMLInputElement;
+  private readonly metrics: MetricPicker;
   private readonly summaryCsv: HTMLAnchorElement;
   private readonly seriesCsv: HTMLAnchorElement;
 
-  constructor(view: CompareView, handlers: ControlHandlers) {
+  constructor(view: CompareView, handlers: ControlHandlers, catalog: MetricCatalog) {
     this.root = document.createElement("form");
     this.root.className = "compare-controls";
     this.root.addEventListener("submit", (e) => e.preventDefault());
@@ -77,11 +79,8 @@ export class Controls {
     this.setRunOptions(view.runs.map((id) => ({ id, label: `#${id}` })), view.ref, null);
     this.reference.addEventListener("change", () => handlers.ref(this.reference.value || null));
 
-    this.metrics = document.createElement("input");
-    Object.assign(this.metrics, { type: "text", id: "metrics", size: 60, spellcheck: false });
-    this.metrics.placeholder = "default metrics (comma-separated names)";
-    this.metrics.value = view.metrics?.join(", ") ?? "";
-    this.metrics.addEventListener("change", () => handlers.metrics(parseMetrics(this.metrics.value)));
+    this.metrics = new MetricPicker(catalog, handlers.metrics);
+    this.metrics.set(view.metrics ?? []);
 
     this.summaryCsv = link("summary-csv", "summary.csv");
     this.seriesCsv = link("series-csv", "series.csv");
@@ -93,8 +92,8 @@ export class Controls {
       field("x axis", this.xSelect),
       field("smoothing", this.smooth, this.smoothValue),
       field("reference", this.reference),
-      field("metrics", this.metrics),
       csv,
+      this.metrics.root,
     );
   }
 
@@ -115,7 +114,7 @@ export class Controls {
     const runs = data.runs.map((r) => ({ id: String(r.id), label: r.label || `#${r.id}` }));
     const auto = runs.find((r) => r.id === String(data.reference))?.label ?? null;
     this.setRunOptions(runs, view.ref, auto);
-    if (document.activeElement !== this.metrics) this.metrics.value = data.metrics.join(", ");
+    this.metrics.set(data.metrics);
   }
 
   /** Point the CSV links at the same query as the API request. */

@@ -1,37 +1,111 @@
-// Entry point: builds the run dashboard inside #dashboard, loads the series
-// snapshot, then follows live updates over the WebSocket.
+// Entry point of the run page: the header (state, progress, ETA, headline numbers), the
+// chart sections in a fixed order (each foldable, remembered), the job log; loads the
+// series snapshot, then follows live updates over the WebSocket.
 import "uplot/dist/uPlot.min.css";
 import "./dashboard.css";
+import "./run-page.css";
 import { MetricCatalog } from "./catalog";
 import { CdfChart } from "./cdf";
-import { MetricChart, groupedGrids } from "./charts";
+import { MetricChart } from "./charts";
 import { appendEvent } from "./event-log";
+import { renderHeadline, type HeadlineResponse } from "./headline";
+import { LogView } from "./log-view";
+import { LIVE_STATES, progressOf, progressText } from "./progress";
+import { browserStore, loadCollapsed, setCollapsed } from "./sections";
 import { connectSocket, wsUrl } from "./socket";
 import { TimelineChart } from "./timeline";
 import type { SeriesResponse, SocketMessage, Trace } from "./types";
 
-/** Everything the page updates: metric charts by name, the trace charts and the state label. */
+const TERMINAL = new Set(["succeeded", "failed", "cancelled"]);
+const TAIL_SECTION = "Tail and latency";
+/** Headline metrics: charted wide and taller. */
+const IMPORTANT = new Set(["rollout/throughput_tok_s", "rollout/tail_time_s", "reward/mean", "reward/accuracy"]);
+const ITERATION_METRIC = "iteration/time_s";
+const MEMORY_METRIC = "system/node_mem_frac";
+const MEMORY_WARN_FRAC = 0.9;
+const X_LABELS: Record<string, string> = { step: "iteration", relative: "seconds since the first point" };
+
 interface Dashboard {
   charts: Map<string, MetricChart>;
+  sections: Map<string, HTMLElement>;
   cdf: CdfChart;
   timeline: TimelineChart;
   seriesUrl: string;
+  headlineUrl?: string;
   /** Bumped on every WebSocket state message, so an older GET can't undo it. */
   stateSeq: number;
+  state: string;
+  total: number | null;
+  x: string;
+  iterationTimes: Map<number, number>;
+  headlineTimer?: number;
+  refetchTimer?: number;
 }
 
-const TERMINAL = new Set(["succeeded", "failed", "cancelled"]);
-
-function setState(state: string, reason?: string): void {
+function setState(dash: Dashboard, state: string, reason?: string): void {
+  dash.state = state;
   const el = document.getElementById("run-state");
-  if (!el) return;
-  el.textContent = state;
-  el.title = reason ?? "";
+  if (el) {
+    el.textContent = state;
+    el.title = reason ?? "";
+    el.className = `badge state-${state}`;
+  }
   // Cancel while the run is live, Resume once it failed or was cancelled.
   document.querySelectorAll<HTMLElement>(".run-action").forEach((form) => {
     const when = form.dataset.when ?? "";
     form.hidden = when === "live" ? TERMINAL.has(state) : !when.split(" ").includes(state);
   });
+  updateProgress(dash);
+  updateEmpty(dash);
+}
+
+function updateProgress(dash: Dashboard): void {
+  const times = [...dash.iterationTimes.values()];
+  const p = progressOf(times, dash.total, dash.state);
+  const bar = document.getElementById("progress-bar");
+  if (bar) bar.style.width = `${p.percent.toFixed(0)}%`;
+  bar?.parentElement?.setAttribute("aria-valuenow", p.percent.toFixed(0));
+  const text = document.getElementById("progress-text");
+  if (text) text.textContent = progressText(p);
+}
+
+/** The header's warning while the node's memory use is at or above MEMORY_WARN_FRAC (umbra.telemetry.system). */
+function updateMemoryWarning(dash: Dashboard): void {
+  const el = document.getElementById("memory-warning");
+  const frac = dash.charts.get(MEMORY_METRIC)?.last;
+  if (!el) return;
+  el.hidden = frac === undefined || frac < MEMORY_WARN_FRAC || TERMINAL.has(dash.state);
+  if (frac !== undefined) el.textContent = `Near the memory limit: ${(100 * frac).toFixed(0)}% of the node's memory in use`;
+}
+
+/** Hide charts without points and sections left empty; before any point, the starting panel. */
+function updateEmpty(dash: Dashboard): void {
+  updateMemoryWarning(dash);
+  let any = dash.cdf.iteration >= 0;
+  for (const chart of dash.charts.values()) {
+    chart.section.hidden = chart.size === 0;
+    if (chart.size) any = true;
+  }
+  for (const [name, box] of dash.sections) {
+    const shown = box.querySelector(".chart-grid .chart:not([hidden])") !== null ||
+      (name === TAIL_SECTION && dash.cdf.iteration >= 0);
+    box.hidden = !shown;
+  }
+  const starting = document.getElementById("starting");
+  const waiting = !any && LIVE_STATES.has(dash.state);
+  if (starting) {
+    starting.hidden = any;
+    starting.dataset.phase = waiting ? dash.state : "none";
+    starting.textContent = !any
+      ? dash.state === "queued"
+        ? "Waiting in the queue: the run starts when its cluster can hold it."
+        : waiting
+          ? "Starting engines: the vLLM rollout instances and the trainer are loading the model. " +
+            "The charts appear with the first iteration (a few minutes)."
+          : "This run logged no metrics."
+      : "";
+  }
+  document.getElementById("view-controls")?.toggleAttribute("hidden", !any);
 }
 
 function showTrace(dash: Dashboard, trace: Trace | null): void {
@@ -42,82 +116,195 @@ function showTrace(dash: Dashboard, trace: Trace | null): void {
   }
 }
 
-/** GET the series snapshot and merge it into the charts (initial load and back-fill). */
+async function getJson<T>(url: string): Promise<T> {
+  const resp = await fetch(url, { credentials: "same-origin", cache: "no-store", headers: { Accept: "application/json" } });
+  if (!resp.ok) throw new Error(`GET ${url}: ${resp.status}`);
+  return (await resp.json()) as T;
+}
+
+/** GET the series snapshot and merge it into the charts (initial load, back-fill, x-axis switch). */
 async function loadSeries(dash: Dashboard): Promise<void> {
   const seq = dash.stateSeq;
-  const resp = await fetch(dash.seriesUrl, {
-    credentials: "same-origin",
-    cache: "no-store",
-    headers: { Accept: "application/json" },
-  });
-  if (!resp.ok) throw new Error(`GET ${dash.seriesUrl}: ${resp.status}`);
-  const data = (await resp.json()) as SeriesResponse;
-  for (const [name, points] of Object.entries(data.series ?? {})) {
-    dash.charts.get(name)?.merge(points);
-  }
+  const x = dash.x;
+  const data = await getJson<SeriesResponse>(`${dash.seriesUrl}?x=${x}`);
+  if (x !== dash.x) return; // switched again meanwhile
+  for (const [name, points] of Object.entries(data.series ?? {})) dash.charts.get(name)?.merge(points);
+  if (x === "step") for (const [step, value] of data.series?.[ITERATION_METRIC] ?? []) dash.iterationTimes.set(step, value);
   showTrace(dash, data.trace);
-  if (data.state && seq === dash.stateSeq) setState(data.state);
+  if (data.state && seq === dash.stateSeq) setState(dash, data.state);
+  else updateEmpty(dash);
+}
+
+async function loadHeadline(dash: Dashboard): Promise<void> {
+  const dl = document.getElementById("headline");
+  if (!dash.headlineUrl || !dl) return;
+  renderHeadline(dl, await getJson<HeadlineResponse>(dash.headlineUrl));
+}
+
+function later(dash: Dashboard, which: "headlineTimer" | "refetchTimer", fn: () => Promise<void>, ms: number): void {
+  if (dash[which] !== undefined) return;
+  dash[which] = window.setTimeout(() => {
+    dash[which] = undefined;
+    fn().catch((err) => console.warn("dashboard:", err));
+  }, ms);
 }
 
 /** Apply one WebSocket message. */
-function handleMessage(dash: Dashboard, msg: SocketMessage): void {
+function handleMessage(dash: Dashboard, msg: SocketMessage, log: LogView | null): void {
   switch (msg.type) {
     case "metrics": {
-      const touched = new Set<MetricChart>();
-      for (const { name, step, value } of msg.points) {
-        const chart = dash.charts.get(name);
-        if (!chart) continue;
-        chart.upsert(step, value);
-        touched.add(chart);
+      for (const p of msg.points) if (p.name === ITERATION_METRIC) dash.iterationTimes.set(p.step, p.value);
+      if (dash.x === "step") {
+        const touched = new Set<MetricChart>();
+        for (const { name, step, value } of msg.points) {
+          const chart = dash.charts.get(name);
+          if (!chart) continue;
+          chart.upsert(step, value);
+          touched.add(chart);
+        }
+        touched.forEach((chart) => chart.redraw());
+      } else {
+        later(dash, "refetchTimer", () => loadSeries(dash), 1000); // pushed points carry no wall time
       }
-      touched.forEach((chart) => chart.redraw());
+      updateProgress(dash);
+      updateEmpty(dash);
+      later(dash, "headlineTimer", () => loadHeadline(dash), 1500);
       break;
     }
     case "trace":
       showTrace(dash, msg);
+      updateEmpty(dash);
       break;
     case "state":
       dash.stateSeq += 1;
-      setState(msg.state, msg.reason);
+      setState(dash, msg.state, msg.reason);
       appendEvent("state", `→ ${msg.state}`, msg.reason);
       break;
     case "events":
       for (const e of msg.events) appendEvent(e.kind, "job", e.reason, e.at);
       break;
+    case "log":
+      log?.update(msg.tail);
+      break;
   }
+}
+
+/** One foldable section: `<section class="chart-group">` with a toggle button and a grid. */
+function sectionBox(root: HTMLElement, name: string, collapsed: Set<string>): { box: HTMLElement; grid: HTMLElement } {
+  const box = document.createElement("section");
+  box.className = "chart-group";
+  box.dataset.section = name;
+  const id = `section-${name.toLowerCase().replace(/[^a-z]+/g, "-")}`;
+  const head = document.createElement("h2");
+  head.className = "chart-group-title";
+  const toggle = document.createElement("button");
+  toggle.type = "button";
+  toggle.className = "section-toggle";
+  toggle.setAttribute("aria-controls", id);
+  toggle.textContent = name;
+  head.append(toggle);
+  const grid = document.createElement("div");
+  grid.className = "chart-grid";
+  grid.id = id;
+  const apply = (folded: boolean) => {
+    box.classList.toggle("collapsed", folded);
+    toggle.setAttribute("aria-expanded", String(!folded));
+    grid.hidden = folded;
+    window.dispatchEvent(new Event("resize"));
+  };
+  apply(collapsed.has(name));
+  toggle.addEventListener("click", () => {
+    const folded = !box.classList.contains("collapsed");
+    setCollapsed(browserStore(), name, folded);
+    apply(folded);
+  });
+  box.append(head, grid);
+  root.append(box);
+  return { box, grid };
 }
 
 /** Build the dashboard into `root` and start loading / streaming. */
 export function mount(root: HTMLElement): void {
   const seriesUrl = root.dataset.seriesUrl;
-  const wsPath = root.dataset.wsPath;
   if (!seriesUrl) throw new Error("#dashboard needs data-series-url");
-
-  const grid = document.createElement("div");
-  grid.className = "chart-grid";
-  root.replaceChildren(grid);
   const catalog = MetricCatalog.fromPage();
+  const collapsed = loadCollapsed(browserStore());
+  root.replaceChildren();
 
-  // Rollout policy for the CDF title; the attribute may be absent or empty.
+  const charts = new Map<string, MetricChart>();
+  const sections = new Map<string, HTMLElement>();
+  const groups = catalog.groupBySection(catalog.dashboardMetrics());
+  const order = catalog.doc.sections.length ? catalog.doc.sections : groups.map((g) => g.section);
+  let cdf: CdfChart | undefined;
+  let timeline: TimelineChart | undefined;
   const policy = root.dataset.policy?.trim() || undefined;
-  const cdf = new CdfChart(grid, policy);
-  const timeline = new TimelineChart(grid); // right after the CDF
-  const dash: Dashboard = { charts: new Map(), cdf, timeline, seriesUrl, stateSeq: 0 };
-  // The catalogue's dashboard metrics, one titled grid per section; other metrics are not charted.
-  groupedGrids(root, catalog.groupBySection(catalog.dashboardMetrics()), (name, parent) =>
-    dash.charts.set(name, new MetricChart(name, parent, catalog)),
+  for (const name of order.includes(TAIL_SECTION) ? order : [...order, TAIL_SECTION]) {
+    const names = groups.find((g) => g.section === name)?.names ?? [];
+    if (!names.length && name !== TAIL_SECTION) continue;
+    const { box, grid } = sectionBox(root, name, collapsed);
+    sections.set(name, box);
+    if (name === TAIL_SECTION) {
+      // The two pictures only Umbra has: large, side by side.
+      const pair = document.createElement("div");
+      pair.className = "trace-pair";
+      grid.before(pair);
+      grid.classList.add("after-pair");
+      timeline = new TimelineChart(pair, 320);
+      cdf = new CdfChart(pair, policy, 320);
+      const fold = box.querySelector<HTMLButtonElement>(".section-toggle")!;
+      const sync = () => (pair.hidden = grid.hidden);
+      sync();
+      fold.addEventListener("click", sync);
+    }
+    for (const metric of names) {
+      const wide = IMPORTANT.has(metric);
+      charts.set(metric, new MetricChart(metric, grid, catalog, { wide, height: 220 }));
+    }
+  }
+  const total = Number(root.dataset.total);
+  const dash: Dashboard = {
+    charts, sections, cdf: cdf!, timeline: timeline!, seriesUrl, headlineUrl: root.dataset.headlineUrl,
+    stateSeq: 0, state: root.dataset.state ?? "", total: Number.isFinite(total) && total > 0 ? total : null,
+    x: "step", iterationTimes: new Map(),
+  };
+  updateEmpty(dash);
+
+  const pre = document.getElementById("log-tail");
+  const log = pre
+    ? new LogView(pre, document.getElementById("log-search") as HTMLInputElement | null,
+                  document.getElementById("log-matches"), document.getElementById("log-count"))
+    : null;
+
+  document.querySelectorAll<HTMLButtonElement>("#view-controls [data-x]").forEach((button) =>
+    button.addEventListener("click", () => {
+      const x = button.dataset.x ?? "step";
+      if (x === dash.x) return;
+      dash.x = x;
+      document.querySelectorAll<HTMLButtonElement>("#view-controls [data-x]").forEach((b) =>
+        b.setAttribute("aria-pressed", String(b === button)));
+      for (const chart of charts.values()) chart.reset(X_LABELS[x] ?? x);
+      loadSeries(dash).catch((err) => console.warn("dashboard: series load failed", err));
+    }),
   );
+  const copy = document.getElementById("copy-config");
+  copy?.addEventListener("click", () => {
+    const text = document.getElementById(copy.dataset.copy ?? "")?.textContent ?? "";
+    navigator.clipboard?.writeText(text).then(
+      () => (copy.textContent = "Copied"),
+      () => (copy.textContent = "Copy failed"),
+    );
+    window.setTimeout(() => (copy.textContent = "Copy YAML"), 1500);
+  });
 
-  const backfill = () =>
+  const backfill = () => {
     loadSeries(dash).catch((err) => console.warn("dashboard: series load failed", err));
+    loadHeadline(dash).catch((err) => console.warn("dashboard: headline load failed", err));
+  };
   backfill();
-
+  const wsPath = root.dataset.wsPath;
   if (wsPath) {
     // Re-GET on every (re)open so points published while disconnected are filled in.
-    connectSocket(wsUrl(wsPath), {
-      open: backfill,
-      message: (msg) => handleMessage(dash, msg),
-    });
+    connectSocket(wsUrl(wsPath), { open: backfill, message: (msg) => handleMessage(dash, msg, log) });
   }
 }
 

@@ -71,7 +71,7 @@ export class TimelineChart {
   private instances: number[] = [];
 
   /** Build the section and append it to `parent`. */
-  constructor(parent: HTMLElement) {
+  constructor(parent: HTMLElement, height = CHART_HEIGHT) {
     const { section, heading, plot } = chartSection("Instance timeline");
     section.id = "instance-timeline";
     section.classList.add("wide");
@@ -82,7 +82,7 @@ export class TimelineChart {
     this.plot = new uPlot(
       {
         width: Math.max(plot.clientWidth, 200),
-        height: CHART_HEIGHT,
+        height,
         scales: {
           x: { time: false },
           y: { range: (_u, _min, max) => [0, Math.max(1, Math.ceil(max * 1.1))] },
@@ -96,7 +96,7 @@ export class TimelineChart {
       [[]],
       plot,
     );
-    fitWidth(this.plot, plot);
+    fitWidth(this.plot, plot, height);
   }
 
   /** Redraw from a trace, rebuilding the series when the instance set changes. */

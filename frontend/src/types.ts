@@ -93,8 +93,23 @@ export interface EventsMessage {
   events: EventNote[];
 }
 
-/** Messages pushed over the run's WebSocket. */
-export type SocketMessage = MetricsMessage | TraceMessage | StateMessage | EventsMessage;
+/** The tail of the run's Ray job log as last polled (LogMessage). */
+export interface LogMessage {
+  type: "log";
+  tail: string;
+}
+
+/** To a team's runs table: a run's new state or latest key numbers (RunRowMessage). */
+export interface RunRowMessage {
+  type: "run_row";
+  run: number;
+  state: string | null;
+  values: Record<string, number>;
+  iterations_done: number | null;
+}
+
+/** Messages pushed over the run's WebSocket (and, RunRowMessage, the team's runs table's). */
+export type SocketMessage = MetricsMessage | TraceMessage | StateMessage | EventsMessage | LogMessage | RunRowMessage;
 
 /** Which way a metric is better. */
 export type Better = "higher" | "lower" | "none";
@@ -167,6 +182,8 @@ export interface CompareResponse {
   reference: number;
   /** run id -> non-policy config keys in which it differs from the reference. */
   reference_mismatch?: Record<string, string[]>;
+  /** Pairs of run ids whose rollouts overlapped in time on the same cluster. */
+  concurrent?: [number, number][];
   runs: CompareRun[];
   /** Only the config keys whose values differ, and each run's values (keyed by run id). */
   config_diff: { keys: string[]; values: Record<string, Record<string, unknown>> };

@@ -1,14 +1,14 @@
 // Entry point of a what-if simulation page: polls the simulation until it ends, then
 // draws per-policy bars (throughput and tail time relative to static-group), a summary
-// table, and each policy's simulated instance timeline and latency CDF.
+// table, one latency-CDF overlay of every policy and each policy's instance-timeline band.
 import "uplot/dist/uPlot.min.css";
 import "./dashboard.css";
 import uPlot from "uplot";
-import { CdfChart } from "./cdf";
 import { CHART_HEIGHT, chartSection, fitWidth } from "./charts";
 import { formatNumber, formatRatio } from "./format";
 import { paletteColor } from "./palette";
-import { TimelineChart } from "./timeline";
+import { bandTimeline, cdfOverlay } from "./whatif-charts";
+import "./whatif.css";
 import type { Trace } from "./types";
 
 interface PolicyRow {
@@ -83,6 +83,13 @@ export function summaryTable(
   return table;
 }
 
+/** A bar's policy name, broken after its first hyphen when long ("seer-no-spec" -> "seer-\nno-spec"),
+ * so that neighbouring labels do not overlap. */
+export function barLabel(name: string): string {
+  const cut = name.indexOf("-");
+  return name.length > 10 && cut > 0 ? `${name.slice(0, cut + 1)}\n${name.slice(cut + 1)}` : name;
+}
+
 /** Bars of one value per policy (x = policy index). */
 function barChart(parent: HTMLElement, title: string, names: string[], values: number[]): void {
   const { section, plot } = chartSection(title);
@@ -95,7 +102,8 @@ function barChart(parent: HTMLElement, title: string, names: string[], values: n
       height: CHART_HEIGHT,
       scales: { x: { time: false, range: [-0.5, names.length - 0.5] }, y: { range: (_u, _min, max) => [0, Math.max(1.1, max * 1.15)] } },
       axes: [
-        { values: (_u, splits) => splits.map((s) => (Number.isInteger(s) && names[s] !== undefined ? names[s] : "")) },
+        { values: (_u, splits) => splits.map((s) => (Number.isInteger(s) && names[s] !== undefined ? barLabel(names[s]) : "")),
+          size: 52, font: "12px system-ui, sans-serif" },
         { size: 60 },
       ],
       series: [{}, { label: title, stroke: paletteColor(0), fill: paletteColor(0) + "99", paths: bars, points: { show: false } }],
@@ -111,21 +119,22 @@ function render(root: HTMLElement, sim: SimulationResponse, measured: Record<str
   // the server's JSON (PostgreSQL jsonb) loses key order: "order" keeps the requested one
   const names = (res.order ?? Object.keys(res.policies)).filter((n) => n in res.policies);
   const grid = document.createElement("div");
-  grid.className = "chart-grid";
-  root.append(summaryTable(res.policies, names, measured), grid);
+  grid.className = "chart-grid bar-grid";
+  const overlay = document.createElement("div");
+  overlay.className = "chart-grid";
+  const timelines = document.createElement("div");
+  timelines.className = "chart-grid";
+  const scroll = document.createElement("div");  // the wide table scrolls inside the page at 800 px
+  Object.assign(scroll, { className: "table-scroll", tabIndex: 0 });
+  scroll.setAttribute("role", "region");
+  scroll.setAttribute("aria-label", "results per policy");
+  scroll.append(summaryTable(res.policies, names, measured));
+  root.append(scroll, grid, overlay, timelines);
   barChart(grid, "throughput vs static-group", names, names.map((n) => res.policies[n].throughput_vs_static ?? 0));
   barChart(grid, "tail time vs static-group", names, names.map((n) => res.policies[n].tail_vs_static ?? 0));
-  for (const name of names) {
-    const trace = res.charts[name];
-    if (!trace) continue;
-    const timeline = new TimelineChart(grid);
-    timeline.section.id = `timeline-${name}`;
-    timeline.show(trace);
-    timeline.section.querySelector("h3")!.textContent = `Instance timeline — ${name} (simulated)`;
-    const cdf = new CdfChart(grid, name);
-    cdf.section.id = `cdf-${name}`;
-    cdf.show(trace);
-  }
+  const traced = names.filter((n) => res.charts[n]).map((n) => [n, res.charts[n]] as [string, Trace]);
+  if (traced.length > 0) cdfOverlay(overlay, traced);
+  for (const [name, trace] of traced) bandTimeline(timelines, name, trace);
 }
 
 async function main(): Promise<void> {

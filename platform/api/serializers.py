@@ -5,10 +5,11 @@ from django.core.validators import RegexValidator
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from api.fields import Slug, Text
+from api.fields import Slug, Text, _StrictText
 from api.run_config import run_config_schema
 from api.strict import StrictSerializer
 
+from runs.labels import TAG_PATTERN
 from runs.models import Experiment, Run, RunEvent
 from runs.queue import positions as queue_positions
 from runs.validators import printable_name
@@ -64,7 +65,7 @@ class RunSerializer(serializers.ModelSerializer):
     team = serializers.CharField(source="experiment.team.slug")
     experiment = serializers.CharField(source="experiment.name")
     experiment_id = serializers.IntegerField()
-    tags = serializers.ListField(source="experiment.tags", child=serializers.CharField())
+    tags = serializers.SerializerMethodField(help_text="the run's own tags, then its experiment's")
     policy = serializers.SerializerMethodField()
     model = serializers.SerializerMethodField()
     created_by = serializers.CharField(source="created_by.username", default=None)
@@ -76,7 +77,7 @@ class RunSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Run
-        fields = ["id", "team", "experiment", "experiment_id", "tags", "state", "policy", "model", "config",
+        fields = ["id", "name", "note", "team", "experiment", "experiment_id", "tags", "state", "policy", "model", "config",
                   "created_by", "created_at", "started_at", "finished_at", "iterations_done", "iterations_total",
                   "queue_position", "url"]
 
@@ -86,6 +87,9 @@ class RunSerializer(serializers.ModelSerializer):
         if "queue_positions" not in self.context:  # read once per response, shared by a list's runs
             self.context["queue_positions"] = queue_positions()
         return self.context["queue_positions"].get(run.pk)
+
+    def get_tags(self, run: Run) -> list[str]:
+        return list(dict.fromkeys([*run.tags, *run.experiment.tags]))
 
     def get_policy(self, run: Run) -> str | None:
         return run.config.get("rollout_policy")
@@ -98,6 +102,19 @@ class RunSerializer(serializers.ModelSerializer):
 
     def get_url(self, run: Run) -> str:
         return f"/runs/{run.pk}/"
+
+
+class TagText(_StrictText, serializers.RegexField):
+    """A tag: a word of letters, digits and ``_ . : + -`` (``runs.labels``)."""
+
+
+class RunLabelsSerializer(StrictSerializer):
+    """``PATCH /api/runs/ID/``: any of the run's labels (checked by ``runs.labels``)."""
+
+    name = Text(required=False, allow_blank=True, max_length=200)
+    tags = serializers.ListField(child=TagText(regex=TAG_PATTERN, max_length=50), required=False, max_length=20,
+                                 help_text="the run's own tags (replacing them); the experiment's stay")
+    note = Text(required=False, allow_blank=True, max_length=5000)
 
 
 @extend_schema_field(run_config_schema())

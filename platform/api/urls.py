@@ -2,7 +2,7 @@
 from django.urls import path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from api.views import auth, compare, errors, experiments, metrics, runs, teams, traces
+from api.views import auth, compare, errors, experiments, metrics, model_export, runs, teams, traces
 
 urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
@@ -22,6 +22,7 @@ urlpatterns = [
     path("runs/<int:pk>/logs/", runs.RunLogsView.as_view(), name="api-run-logs"),
     path("runs/<int:pk>/metrics/", metrics.RunMetricsView.as_view(), name="api-run-metrics"),
     path("runs/<int:pk>/trace.jsonl", traces.RunTraceView.as_view(), name="api-run-trace"),
+    path("runs/<int:pk>/model.tar", model_export.RunModelView.as_view(), name="api-run-model"),
     path("compare/", compare.CompareView.as_view(), name="api-compare"),
     path("compare/summary.csv", compare.CompareSummaryCsvView.as_view(), name="api-compare-summary-csv"),
     path("compare/series.csv", compare.CompareSeriesCsvView.as_view(), name="api-compare-series-csv"),

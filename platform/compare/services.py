@@ -3,13 +3,17 @@ config diff and downsampled overlaid series (the JSON of ``GET /api/compare/``).
 from __future__ import annotations
 
 from django.http import Http404
+from django.utils import timezone
 
-from compare.stats import run_stats
-from compare.summary import COLUMNS, config_diff, default_reference, ratios, reference_mismatch, summary_row
+from compare.concurrency import concurrent_pairs
+from compare import stats as stats_mod
+from compare.stored import stored_per_run
+from compare.summary import (COLUMNS, applicable, config_diff, default_reference, ratios, reference_mismatch,
+                             summary_row)
 from runs.models import Run
 from runs.selectors import visible_runs
-from telemetry.series import series_of
-from telemetry.series_cache import run_versions
+from telemetry.series import MAX_POINTS_LIMIT, X_AXES, metric_names, series_points, shape_series
+from telemetry.series_cache import cached_per_run, run_versions
 from umbra.telemetry import catalog
 
 MAX_RUNS = 50
@@ -37,6 +41,16 @@ def label(run: Run) -> str:
     return f"#{run.pk} {run.experiment.team.name}/{run.experiment.name} {run.config.get('rollout_policy', '?')}"
 
 
+def _stats(run_ids: list[int], names: list[str], versions: dict[int, str]) -> dict[int, dict[str, dict]]:
+    """``compare.stats.run_stats``, with ended runs' statistics stored (``compare.stored``)."""
+    pairs = stored_per_run("stats", run_ids, names, versions,
+                           lambda runs, parts: cached_per_run("stats", runs, parts, stats_mod.compute, versions))
+    out: dict[int, dict[str, dict]] = {}
+    for (run_id, name), value in pairs.items():
+        out.setdefault(run_id, {})[name] = value
+    return out
+
+
 def build_comparison(user, run_ids: list[int], metrics: list[str] | None = None, x: str = "step",
                      max_points: int = 1500, reference: int | None = None) -> dict:
     """The comparison document (shape in docs/api.md, "Compare").
@@ -53,16 +67,23 @@ def build_comparison(user, run_ids: list[int], metrics: list[str] | None = None,
                          f"{MAX_SERVED_POINTS:,} points: lower max_points or compare fewer runs or metrics")
     configs = {r.pk: r.config for r in runs}
     versions = run_versions(list(configs))
-    stats = run_stats(list(configs), sorted({m for m, _ in COLUMNS.values()}), versions=versions)
+    if x not in X_AXES:
+        raise ValueError(f"x must be one of {', '.join(X_AXES)}")
+    if not 2 <= max_points <= MAX_POINTS_LIMIT:
+        raise ValueError(f"max_points must be between 2 and {MAX_POINTS_LIMIT}")
+    stats = _stats(list(configs), sorted({m for m, _ in COLUMNS.values()}), versions)
     if reference is None:
         reference = default_reference(configs, with_data=set(stats))
     elif reference not in configs:
         raise ValueError("reference must be one of the compared runs")
-    rows = {r.pk: summary_row(stats.get(r.pk, {})) for r in runs}
-    series = series_of(list(configs), metrics, x=x, max_points=max_points, versions=versions)
+    rows = {r.pk: applicable(summary_row(stats.get(r.pk, {})), r.config) for r in runs}
+    series = shape_series(stored_per_run(
+        f"series-{max_points}", list(configs), metrics, versions,
+        lambda runs, parts: series_points(runs, parts, max_points, versions=versions)), list(configs), x)
     return {
         "x": x, "metrics": metrics, "reference": reference,
         "reference_mismatch": {str(k): v for k, v in reference_mismatch(configs, reference).items()},
+        "concurrent": concurrent_pairs(runs, timezone.now()),
         "runs": [{"id": r.pk, "label": label(r), "team": r.experiment.team.slug, "experiment": r.experiment.name,
                   "policy": r.config.get("rollout_policy"), "state": r.state, "url": f"/runs/{r.pk}/",
                   "summary": rows[r.pk], "ratios": ratios(rows[r.pk], rows[reference])} for r in runs],
@@ -70,3 +91,14 @@ def build_comparison(user, run_ids: list[int], metrics: list[str] | None = None,
                         "values": {str(k): v for k, v in d["values"].items()}},
         "series": {m: {str(r): s for r, s in by_run.items()} for m, by_run in series.items()},
     }
+
+
+def store_derived(run_id: int, max_points: int) -> int:
+    """Compute and store an ended run's series of every metric it logged (at ``max_points``)
+    and its summary statistics; what a comparison then reads. Returns the number of series."""
+    names = metric_names([run_id])
+    versions = run_versions([run_id])
+    stored_per_run(f"series-{max_points}", [run_id], names, versions,
+                   lambda runs, parts: series_points(runs, parts, max_points, versions=versions))
+    _stats([run_id], sorted({m for m, _ in COLUMNS.values()}), versions)
+    return len(names)

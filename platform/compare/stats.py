@@ -26,14 +26,14 @@ def run_stats(run_ids: list[int], names: list[str], cached: bool = True,
     out: dict[int, dict[str, dict[str, float]]] = {}
     if not run_ids or not names:
         return out
-    pairs = cached_per_run("stats", list(run_ids), list(names), _compute, versions) if cached \
-        else _compute(run_ids, names)
+    pairs = cached_per_run("stats", list(run_ids), list(names), compute, versions) if cached \
+        else compute(run_ids, names)
     for (run_id, name), stats in pairs.items():
         out.setdefault(run_id, {})[name] = stats
     return out
 
 
-def _compute(run_ids: list[int], names: list[str]) -> dict[tuple[int, str], dict[str, float]]:
+def compute(run_ids: list[int], names: list[str]) -> dict[tuple[int, str], dict[str, float]]:
     if connection.vendor == "postgresql":
         with transaction.atomic(), connection.cursor() as cur:
             pg_session_for_aggregates(cur)

@@ -25,12 +25,24 @@ def summary_row(stats: dict[str, dict[str, float]]) -> dict[str, float | None]:
     return row
 
 
+# A reference value this close to 0 gives no meaningful ratio (1e-3 tok/s, 0.0001 reward...).
+NEAR_ZERO = 1e-6
+# Columns a run has only when its config enables them: accept length needs speculation.
+NEEDS_CONFIG = {"accept_len": "spec_decoding"}
+
+
+def applicable(row: dict[str, float | None], config: dict[str, Any]) -> dict[str, float | None]:
+    """``row`` with the columns the run's config does not have set to None (accept length
+    of a run without speculative decoding is no accept length)."""
+    return {k: (None if k in NEEDS_CONFIG and not config.get(NEEDS_CONFIG[k]) else v) for k, v in row.items()}
+
+
 def ratios(row: dict[str, float | None], reference: dict[str, float | None]) -> dict[str, float | None]:
-    """``row / reference`` per column, None where either is missing or the reference is 0."""
+    """``row / reference`` per column, None where either is missing or the reference is near 0."""
     out: dict[str, float | None] = {}
     for column in COLUMNS:
         a, b = row.get(column), reference.get(column)
-        out[column] = None if a is None or b in (None, 0) else a / b
+        out[column] = None if a is None or b is None or abs(b) < NEAR_ZERO else a / b
     return out
 
 

@@ -11,13 +11,17 @@ from pydantic import ValidationError
 from umbra.config import RunConfig
 from umbra.data.registry import NAMED_DATASETS
 from umbra.models.registry import NAMED_MODELS
+from umbra.rewards.custom import BUILTIN_REWARDS, outside_dirs, resolve_in_dirs
 
 CLUSTER_ERROR = ("not an allowed Ray cluster; leave empty for the default "
                  "(operators list others in UMBRA_ALLOWED_CLUSTERS)")
 
 
+DATASET_FIELDS = ("dataset", "val_dataset")
+
+
 def _path_roots(field: str) -> list[Path]:
-    if field == "dataset":
+    if field in DATASET_FIELDS:
         return [Path(settings.MEDIA_ROOT) / "datasets", *map(Path, settings.UMBRA_DATA_DIRS)]
     return [Path(settings.UMBRA_MODEL_DIR), *map(Path, settings.UMBRA_MODEL_DIRS)]
 
@@ -26,7 +30,7 @@ def _outside_roots(field: str, value: Any) -> str | None:
     """Why a ``model``/``dataset`` path may not be used, or None. Paths must lie under
     the operator's folders: otherwise members could make the server open (and report on)
     any file it can read."""
-    named = NAMED_DATASETS if field == "dataset" else NAMED_MODELS
+    named = NAMED_DATASETS if field in DATASET_FIELDS else NAMED_MODELS
     if not isinstance(value, str) or not value or value in named:
         return None
     roots = _path_roots(field)
@@ -36,7 +40,7 @@ def _outside_roots(field: str, value: Any) -> str | None:
         resolved = None
     if resolved is not None and any(resolved.is_relative_to(r.resolve()) for r in roots):
         return None
-    env = "UMBRA_DATA_DIRS" if field == "dataset" else "UMBRA_MODEL_DIRS"
+    env = "UMBRA_DATA_DIRS" if field in DATASET_FIELDS else "UMBRA_MODEL_DIRS"
     return (f"unknown {field} '{value[:200]}': use {' or '.join(repr(n) for n in named)}, or a path under "
             f"{', '.join(map(str, roots))} (operators add folders with {env})")
 
@@ -53,11 +57,23 @@ def check_config(values: dict[str, Any], strict: bool = False) -> tuple[RunConfi
     cluster = values.get("cluster", "")
     if cluster and cluster not in settings.UMBRA_ALLOWED_CLUSTERS:
         errors.setdefault("cluster", []).append(CLUSTER_ERROR)
-    for field in ("dataset", "model"):
+    for field in (*DATASET_FIELDS, "model"):
         reason = _outside_roots(field, values.get(field))
         if reason:
             errors.setdefault(field, []).append(reason)
             values = {**values, field: RunConfig.model_fields[field].default}  # never opened
+    reward = values.get("reward")
+    if isinstance(reward, str) and reward and reward not in BUILTIN_REWARDS:
+        try:  # a relative file is looked up in the reward folders; the stored config names it in full
+            reward = resolve_in_dirs(reward, settings.UMBRA_REWARD_DIRS)
+            reason = outside_dirs(reward, settings.UMBRA_REWARD_DIRS)
+        except ValueError as exc:
+            reward, reason = None, str(exc)
+        if reason:  # never opened
+            errors.setdefault("reward", []).append(reason)
+            values = {**values, "reward": RunConfig.model_fields["reward"].default}
+        else:
+            values = {**values, "reward": reward}
     try:
         config = RunConfig.model_validate(values, strict=strict)
     except ValidationError as exc:

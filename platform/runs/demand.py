@@ -20,7 +20,7 @@ GIB = 2**30
 # Ray's num_cpus of one rollout instance (start_instances) and of the trainer actor (TrainerGroup.start).
 ROLLOUT_INSTANCE_CPUS = 0.5
 TRAINER_CPUS = 1.0
-# On a cluster with GPUs every rollout instance takes one (start_instances); the trainer none.
+# On a cluster with GPUs every rollout instance takes one (start_instances), and so does every trainer rank.
 ROLLOUT_INSTANCE_GPUS = 1.0
 # Resident memory besides weights and KV cache, measured roughly on the CPU stack: a vLLM
 # engine's processes (torch, the engine core), the trainer's torch and activations, the
@@ -100,13 +100,16 @@ def run_demand(config: RunConfig, weights_bytes: int, gpu_cluster: bool) -> Reso
     A rollout instance: ``ROLLOUT_INSTANCE_CPUS`` (and a GPU on a GPU cluster), the
     weights, the engine's overhead and, on a CPU cluster, ``kv_cache_gib`` of KV cache in
     host memory. The trainer: ``TRAINER_CPUS``, the policy, gradients and AdamW's two
-    moments (4x the weights), a reference copy when ``kl_coef`` > 0. The job's driver
+    moments (4x the weights), a reference copy when ``kl_coef`` > 0, spread over
+    ``trainer_ranks`` (each its ``TRAINER_CPUS``, and a GPU on a GPU cluster). The job's driver
     asks for no CPU (a Ray job's entrypoint defaults to 0) but holds some memory.
     """
     n = config.rollout_instances
     kv = 0 if gpu_cluster else config.kv_cache_gib * GIB
     instance_memory = weights_bytes + kv + ENGINE_OVERHEAD_BYTES
-    trainer_memory = weights_bytes * (4 + (1 if config.kl_coef > 0 else 0)) + TRAINER_OVERHEAD_BYTES
-    return Resources(cpu=n * ROLLOUT_INSTANCE_CPUS + TRAINER_CPUS,
-                     gpu=n * ROLLOUT_INSTANCE_GPUS if gpu_cluster else 0.0,
+    ranks = config.trainer_ranks  # FSDP2 shards the state over them; rank 0 gathers the full weights to sync
+    trainer_memory = (weights_bytes * (4 + (1 if config.kl_coef > 0 else 0)) + ranks * TRAINER_OVERHEAD_BYTES
+                      + (weights_bytes if ranks > 1 else 0))
+    return Resources(cpu=n * ROLLOUT_INSTANCE_CPUS + ranks * TRAINER_CPUS,
+                     gpu=(n * ROLLOUT_INSTANCE_GPUS + ranks) if gpu_cluster else 0.0,
                      memory=float(n * instance_memory + trainer_memory + DRIVER_BYTES))

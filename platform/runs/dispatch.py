@@ -29,6 +29,7 @@ from runs import leases, ray_jobs
 from runs.ingest_tokens import issue_ingest_token
 from runs.lifecycle import transition
 from runs.models import Run, submission_id
+from runs.signals import log_updated
 
 log = logging.getLogger(__name__)
 
@@ -185,8 +186,9 @@ def follow(run_id: int, chain: str | None = None) -> Done | Again:
     cache.delete(_follow_error_key(run_id))
     status = str(getattr(info.status, "value", info.status))
     tail = ray_jobs.logs_tail(client, run.submission_id)
-    if tail:
+    if tail and tail != run.log_tail:
         Run.objects.filter(pk=run_id).update(log_tail=tail)
+        log_updated.send(sender=Run, run_id=run_id, tail=tail)
     target = _RAY_TO_RUN.get(status)
     if target == Run.State.FAILED:
         transition(run_id, target, failure_reason(info.message or "", tail))

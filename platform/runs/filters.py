@@ -39,7 +39,7 @@ class RunFilter(django_filters.FilterSet):
     state = django_filters.ChoiceFilter(choices=Run.State.choices)
     created_after = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="gte")
     created_before = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="lte")
-    search = django_filters.CharFilter(field_name="experiment__name", lookup_expr="icontains", max_length=200)
+    search = django_filters.CharFilter(method="filter_search", max_length=200)
 
     class Meta:
         model = Run
@@ -53,4 +53,8 @@ class RunFilter(django_filters.FilterSet):
         return queryset.filter(q)
 
     def filter_tag(self, queryset, name, value):
-        return queryset.filter(experiment__tags__contains=[value])
+        return queryset.filter(Q(experiment__tags__contains=[value]) | Q(tags__contains=[value]))
+
+    def filter_search(self, queryset, name, value):
+        """The experiment's or the run's name contains ``value`` (case-insensitive)."""
+        return queryset.filter(Q(experiment__name__icontains=value) | Q(name__icontains=value))

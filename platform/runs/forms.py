@@ -1,8 +1,11 @@
 """The run form: its fields are generated from ``umbra.config.RunConfig`` so that
-the form, the API and the job share one schema; all checks are the schema's."""
+the form, the API and the job share one schema; all checks are the schema's. The fields
+are drawn in sections (``runs.form_sections``); a pasted or uploaded YAML config
+(``runs.config_yaml``) fills the same fields before they are validated."""
 from __future__ import annotations
 
 import hashlib
+import tempfile
 import typing
 from pathlib import Path
 
@@ -10,9 +13,13 @@ from django import forms
 from django.conf import settings
 
 from runs.config_check import check_config
+from runs.config_yaml import MAX_YAML_BYTES, ConfigYamlError, parse_config_yaml
+from runs.form_sections import COLLAPSED, group_fields
 from runs.validators import printable_name
 from umbra.config import RunConfig
-from umbra.data.gsm8k import DatasetError, parse_lines
+from umbra.data.files import load_file
+from umbra.data.gsm8k import DatasetError
+from umbra.models.registry import resolve_model
 
 # Problems per uploaded data set: GSM8K's training split has 7,473; the job holds them all in memory.
 MAX_DATASET_ROWS = 100_000
@@ -32,16 +39,93 @@ def _field_for(name: str, info) -> forms.Field:
     return forms.CharField(max_length=500, **common)
 
 
+def default_model() -> str:
+    """The form's initial model: ``tiny`` when it is the only named model prepared here
+    (a ``make demo MODEL=tiny`` installation), else the schema's default."""
+    default = RunConfig.model_fields["model"].default
+    prepared = {name: (resolve_model(name) / "config.json").is_file() for name in ("tiny", default)}
+    return "tiny" if prepared["tiny"] and not prepared[default] else default
+
+
+# Extra runs the A/B launcher can add beside the baseline and seer: (value, label, config changes).
+AB_ABLATIONS = (
+    ("no-divided", "seer without divided rollout", {"seer_divided": False}),
+    ("no-context", "seer without context-aware scheduling", {"seer_context_aware": False}),
+    ("spec", "seer with speculative decoding", {"spec_decoding": True}),
+)
+AB_BASELINE = "verl"
+
+
+def _post_value(value):
+    """A YAML value as the form's POST would carry it (booleans: a checked box or none)."""
+    if isinstance(value, bool):
+        return "on" if value else None
+    return "" if value is None else str(value)
+
+
 class RunForm(forms.Form):
-    """Experiment name, optional dataset upload, then every RunConfig field."""
+    """Experiment name, optional dataset upload, every RunConfig field, and a YAML config
+    that fills those fields (pasted or uploaded)."""
 
-    experiment = forms.CharField(max_length=200, initial="demo", validators=[printable_name])
-    dataset_file = forms.FileField(required=False, help_text="GSM8K-style JSONL; overrides 'dataset'")
+    experiment = forms.CharField(max_length=200, initial="demo", validators=[printable_name],
+                                 help_text="runs of one experiment are compared with each other")
+    dataset_file = forms.FileField(required=False, help_text=(
+        "JSONL or Parquet, in veRL's, TRL's or GSM8K's row shape; overrides 'dataset'"))
+    config_yaml = forms.CharField(required=False, label="config YAML", widget=forms.Textarea(attrs={"rows": 6}),
+                                  help_text="RunConfig fields as 'key: value' lines; they replace the fields below")
+    config_file = forms.FileField(required=False, label="config file",
+                                  help_text="a .yaml file of the same form (instead of pasting)")
+    ab_ablations = forms.MultipleChoiceField(
+        required=False, label="A/B ablations", widget=forms.CheckboxSelectMultiple,
+        choices=[(v, label) for v, label, _ in AB_ABLATIONS],
+        help_text=f"extra runs beside {AB_BASELINE} and seer, queued after them")
 
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
+    def __init__(self, data=None, files=None, *args, **kwargs):
+        self.yaml_error: str | None = None
+        if data is not None:
+            data = self._with_yaml(data, files)
+        super().__init__(data, files, *args, **kwargs)
         for name, info in RunConfig.model_fields.items():
             self.fields[name] = _field_for(name, info)
+        self.fields["model"].initial = default_model()
+        for name, field in self.fields.items():  # help beside the field, read out with it
+            if field.help_text:
+                field.widget.attrs.setdefault("aria-describedby", f"id_{name}_helptext")
+
+    def _with_yaml(self, data, files):
+        """``data`` with the YAML config's fields put in (nothing changes when there is none
+        or it cannot be read: then :attr:`yaml_error` says why)."""
+        upload = files.get("config_file") if files else None
+        text = upload.read(MAX_YAML_BYTES + 1) if upload else data.get("config_yaml", "")  # the limit says the rest
+        if not text or (isinstance(text, str) and not text.strip()):
+            return data
+        try:
+            values = parse_config_yaml(text, set(RunConfig.model_fields) | {"experiment"})
+        except ConfigYamlError as exc:
+            self.yaml_error = str(exc)
+            return data
+        data = data.copy()
+        for key, value in values.items():
+            posted = _post_value(value)
+            if posted is None:
+                data.pop(key, None)
+            else:
+                data[key] = posted
+        data["config_yaml"] = ""  # loaded: the fields now hold it
+        return data
+
+    def sections(self) -> list[dict]:
+        """The fields to draw, by section: ``[{"title", "fields": [BoundField], "collapsed", "errors"}]``
+        (a collapsed section with an error opens)."""
+        names = [n for n in self.fields if n not in ("config_yaml", "config_file", "ab_ablations", "dataset_file")]
+        names.insert(names.index("dataset") + 1 if "dataset" in names else len(names), "dataset_file")
+        out = []
+        for title, fields in group_fields(names):
+            bound = [self[n] for n in fields]
+            has_errors = any(b.errors for b in bound)
+            out.append({"title": title, "fields": bound, "collapsed": title in COLLAPSED and not has_errors,
+                        "slug": title.lower().replace(" ", "-")})
+        return out
 
     def clean_dataset_file(self):
         upload = self.cleaned_data.get("dataset_file")
@@ -50,21 +134,31 @@ class RunForm(forms.Form):
         if upload.size > settings.DATASET_UPLOAD_MAX_BYTES:
             raise forms.ValidationError(f"file is {upload.size:,} bytes; at most {settings.DATASET_UPLOAD_MAX_BYTES:,}")
         raw = upload.read()
-        try:
-            lines = raw.decode("utf-8").splitlines()
-        except UnicodeDecodeError:
-            raise forms.ValidationError("file is not UTF-8 text") from None
-        rows = sum(1 for line in lines if line.strip())
-        if rows > MAX_DATASET_ROWS:
-            raise forms.ValidationError(f"file has {rows} problems; at most {MAX_DATASET_ROWS}")
-        try:
-            parse_lines(lines)
-        except DatasetError as exc:
-            raise forms.ValidationError(str(exc)) from None
+        self.dataset_suffix = ".parquet" if upload.name.lower().endswith((".parquet", ".pq")) else ".jsonl"
+        if self.dataset_suffix == ".jsonl":
+            try:
+                lines = raw.decode("utf-8").splitlines()
+            except UnicodeDecodeError:
+                raise forms.ValidationError("file is not UTF-8 text") from None
+            rows = sum(1 for line in lines if line.strip())
+            if rows > MAX_DATASET_ROWS:  # before datasets reads them all
+                raise forms.ValidationError(f"file has {rows} problems; at most {MAX_DATASET_ROWS}")
+        with tempfile.TemporaryDirectory() as folder:  # read as the job will: umbra.data.files
+            path = Path(folder) / f"upload{self.dataset_suffix}"
+            path.write_bytes(raw)
+            try:
+                loaded = load_file(path)
+            except DatasetError as exc:
+                raise forms.ValidationError(str(exc).replace(str(path), upload.name[:200])) from None
+        if len(loaded.problems) > MAX_DATASET_ROWS:
+            raise forms.ValidationError(f"file has {len(loaded.problems)} problems; at most {MAX_DATASET_ROWS}")
         return raw
 
     def clean(self):
         data = super().clean()
+        if self.yaml_error:
+            self.add_error("config_file" if self.files.get("config_file") else "config_yaml", self.yaml_error)
+            return data
         raw = data.get("dataset_file")
         values = {k: data[k] for k in RunConfig.model_fields if data.get(k) not in (None, "")}
         for name, info in RunConfig.model_fields.items():
@@ -79,15 +173,16 @@ class RunForm(forms.Form):
             for msg in messages:
                 self.add_error(field if field in self.fields else None, msg)
         if config is not None and not self.errors:
-            data["config"] = config.model_copy(update={"dataset": str(_store_dataset(raw))}) if raw else config
+            stored = _store_dataset(raw, self.dataset_suffix) if raw else None
+            data["config"] = config.model_copy(update={"dataset": str(stored)}) if raw else config
         return data
 
 
-def _store_dataset(raw: bytes) -> Path:
+def _store_dataset(raw: bytes, suffix: str = ".jsonl") -> Path:
     """Keep an uploaded data set under MEDIA_ROOT/datasets, named by content hash."""
     folder = Path(settings.MEDIA_ROOT) / "datasets"
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{hashlib.sha256(raw).hexdigest()[:16]}.jsonl"
+    path = folder / f"{hashlib.sha256(raw).hexdigest()[:16]}{suffix}"
     if not path.exists():
         path.write_bytes(raw)
     return path

@@ -48,6 +48,10 @@ class Run(models.Model):
     TERMINAL = (State.SUCCEEDED, State.FAILED, State.CANCELLED)
 
     experiment = models.ForeignKey(Experiment, on_delete=models.CASCADE, related_name="runs")
+    # What the team calls the run, its own tags (beside the experiment's) and a free note.
+    name = models.CharField(max_length=200, blank=True)
+    tags = models.JSONField(default=list, blank=True)
+    note = models.TextField(blank=True, max_length=5000)
     config = models.JSONField()
     state = models.CharField(max_length=12, choices=State.choices, default=State.QUEUED, db_index=True)
     ray_job_id = models.CharField(max_length=100, blank=True)
@@ -68,6 +72,9 @@ class Run(models.Model):
     dispatched_at = models.DateTimeField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # The run this one waits for: the queue passes it over until that run has ended (the A/B
+    # launcher queues its runs one after another on the same cluster). See runs.queue.
+    after = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="followers")
 
     @property
     def is_terminal(self) -> bool:

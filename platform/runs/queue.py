@@ -16,6 +16,9 @@ when nothing else of the platform runs there (Ray, or its autoscaler, then decid
 run on an idle cluster always starts at once. A team with ``UMBRA_TEAM_MAX_RUNNING`` runs
 dispatched is passed over, without blocking the others.
 
+A run with ``after`` set waits outside the lines until that run has ended (succeeded,
+failed or cancelled): the A/B launcher's runs share a cluster one after another.
+
 One pump decides at a time (the lease ``runs:queue:pump``): two would both count the same
 free resources. The Celery side (when to pump) is ``runs.tasks``.
 """
@@ -28,7 +31,7 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Max
+from django.db.models import Max, Q
 from django.utils import timezone
 
 from runs import leases, ray_jobs
@@ -77,14 +80,19 @@ def _lines(extra: Waiting | None = None, extra_config: dict | None = None) -> di
     the line of ``extra_config``)."""
     served = _served_at_by_line_and_team()
     by_line: dict[str, list[Waiting]] = defaultdict(list)
-    for run_id, team_id, queued_at, config in Run.objects.filter(state=Run.State.QUEUED).values_list(
-            "pk", "experiment__team", "queued_at", "config"):
+    for run_id, team_id, queued_at, config in _ready().values_list("pk", "experiment__team", "queued_at", "config"):
         line = _line_key(config)
         by_line[line].append(Waiting(run_id, team_id, queued_at, served.get((line, team_id))))
     if extra is not None:
         line = _line_key(extra_config or {})
         by_line[line].append(Waiting(extra.run_id, extra.team_id, extra.queued_at, served.get((line, extra.team_id))))
     return {line: fair_order(waiting) for line, waiting in by_line.items()}
+
+
+def _ready():
+    """Queued runs not waiting for another run (``Run.after``) to end: a run behind one
+    still queued or running is out of every line, so it blocks nobody."""
+    return Run.objects.filter(state=Run.State.QUEUED).filter(Q(after__isnull=True) | Q(after__state__in=Run.TERMINAL))
 
 
 def positions() -> dict[int, int]:
@@ -137,7 +145,7 @@ def pump(totals_of: Callable[[dict], dict] | None = None) -> Decision | None:
         active_by_line: dict[str, list[dict]] = defaultdict(list)
         for config in Run.objects.filter(state__in=ACTIVE).values_list("config", flat=True):
             active_by_line[_line_key(config)].append(config)
-        configs = dict(Run.objects.filter(state=Run.State.QUEUED).values_list("pk", "config"))
+        configs = dict(_ready().values_list("pk", "config"))
         dispatched: list[int] = []
         for line, waiting in lines.items():
             if not leases.hold(PUMP_LEASE_KEY, owner, PUMP_LEASE_S):

@@ -10,3 +10,6 @@ dashboards (``telemetry.receivers``), compare warms a finished run's caches
 from django.dispatch import Signal
 
 state_changed = Signal()
+# Sent by the follow chain when the Ray job's log tail changed, with ``run_id`` and ``tail``
+# (telemetry pushes it to open dashboards: ``telemetry.receivers``).
+log_updated = Signal()

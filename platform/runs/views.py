@@ -2,6 +2,7 @@
 (the dashboard's series JSON is ``telemetry.dashboard_views``)."""
 from __future__ import annotations
 
+import yaml
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponseForbidden
@@ -9,10 +10,11 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from runs import queue
-from runs.forms import RunForm
+from runs.labels import parse_tags, update_labels
 from runs.models import Experiment, Run
-from runs.selectors import can_act_on, run_for, visible_runs
-from runs.services import RESUMABLE, SubmissionRefused, create_run, request_cancel, request_resume, update_experiment
+from runs.model_export import model_checkpoint
+from runs.selectors import can_act_on, run_for
+from runs.services import RESUMABLE, SubmissionRefused, request_cancel, request_resume, update_experiment
 from teams.selectors import team_for_member, teams_of
 
 
@@ -23,21 +25,6 @@ def home(request):
     if team is None:
         return render(request, "runs/no_team.html", status=200)
     return redirect("team-runs", slug=team.slug)
-
-
-@login_required
-def team_runs(request, slug: str):
-    """Runs of one team, newest first; a queued run shows its place in the queue."""
-    team, member = team_for_member(request.user, slug)
-    runs = list(visible_runs(request.user).filter(experiment__team=team).order_by("-created_at")[:200])
-    if any(run.state == Run.State.QUEUED for run in runs):
-        places = queue.positions()
-        for run in runs:
-            run.queue_position = places.get(run.pk)
-    return render(request, "runs/list.html", {"team": team, "runs": runs, "can_submit": member.can_submit(),
-                                              "teams": teams_of(request.user),
-                                              "experiments": team.experiments.order_by("name"),
-                                              "visibilities": Experiment.Visibility.choices})
 
 
 @login_required
@@ -57,25 +44,6 @@ def experiment_visibility(request, slug: str, experiment_id: int):
     return redirect("team-runs", slug=slug)
 
 
-@login_required
-def new_run(request, slug: str):
-    """The run form; stores nothing unless every field is valid."""
-    team, member = team_for_member(request.user, slug)
-    if not member.can_submit():
-        return HttpResponseForbidden("viewers cannot submit runs")
-    form = RunForm(request.POST or None, request.FILES or None)
-    status = 400 if request.method == "POST" else 200
-    if request.method == "POST" and form.is_valid():
-        try:
-            run = create_run(request.user, team, form.cleaned_data["experiment"], form.cleaned_data["config"])
-        except SubmissionRefused as exc:  # the team's queue is full, or the user's rate is spent
-            form.add_error(None, str(exc))
-            status = 429
-        else:
-            return redirect("run-dashboard", run_id=run.pk)
-    return render(request, "runs/new.html", {"team": team, "form": form}, status=status)
-
-
 DASHBOARD_EVENTS = 200
 
 
@@ -90,8 +58,11 @@ def run_dashboard(request, run_id: int):
                                                    "events_hidden": total - len(events),
                                                    "has_job_events": any(e.kind == "job" for e in events),
                                                    "config": sorted(run.config.items()),
+                                                   "config_yaml": yaml.safe_dump(run.config, sort_keys=True),
+                                                   "tags_text": " ".join(run.tags),
                                                    "can_cancel": can_act_on(request.user, run),
-                                                   "resumable": run.state in RESUMABLE})
+                                                   "resumable": run.state in RESUMABLE,
+                                                   "model_checkpoint": model_checkpoint(request.user, run)})
 
 
 @login_required
@@ -125,4 +96,22 @@ def run_resume(request, run_id: int):
         messages.info(request, f"Run #{run.pk} resumes from its latest checkpoint.")
     else:
         messages.info(request, f"Run #{run.pk} is {run.state}; only failed or cancelled runs resume.")
+    return redirect("run-dashboard", run_id=run.pk)
+
+
+@login_required
+@require_POST
+def run_labels(request, run_id: int):
+    """Set the run's name, tags (comma- or space-separated) and note from the run page
+    (members and admins of its team); a bad value comes back as a message."""
+    run = run_for(request.user, run_id)
+    if not can_act_on(request.user, run):
+        return HttpResponseForbidden("only members of the run's team label it")
+    try:
+        update_labels(run, {"name": request.POST.get("name", ""), "note": request.POST.get("note", ""),
+                            "tags": parse_tags(request.POST.get("tags", ""))})
+    except ValueError as exc:
+        messages.error(request, f"Labels not saved: {exc}")
+    else:
+        messages.info(request, f"Labels of run #{run.pk} saved.")
     return redirect("run-dashboard", run_id=run.pk)

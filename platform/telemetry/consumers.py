@@ -7,8 +7,9 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from runs.selectors import visible_runs
+from teams.models import Membership
 from telemetry.access_checks import RECHECK_S, Access, still_allowed
-from telemetry.broadcast import group_name
+from telemetry.broadcast import group_name, team_group_name
 
 GONE = 4404  # close code: the run does not exist for this user (any more)
 
@@ -68,3 +69,41 @@ class RejectConsumer(AsyncJsonWebsocketConsumer):
 
     async def connect(self):
         await self.close()
+
+
+class TeamRunsConsumer(AsyncJsonWebsocketConsumer):
+    """``/ws/teams/<slug>/runs/``: a team's runs table follows its runs' states and latest
+    numbers (group ``team-runs-<id>``); members only (others are refused with 4404). The
+    membership is checked again every ``RECHECK_S`` before a message is forwarded."""
+
+    async def connect(self):
+        self.team_id = await self._team_id(self.scope["url_route"]["kwargs"]["slug"])
+        if self.team_id is None:
+            await self.close(code=GONE)
+            return
+        self.checked_at = time.monotonic()
+        await self.channel_layer.group_add(team_group_name(self.team_id), self.channel_name)
+        await self.accept()
+
+    async def _team_id(self, slug: str) -> int | None:
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated:
+            return None
+        return await database_sync_to_async(lambda: Membership.objects.filter(
+            user=user, team__slug=slug).values_list("team_id", flat=True).first())()
+
+    async def disconnect(self, code):
+        if getattr(self, "team_id", None) is not None:
+            await self.channel_layer.group_discard(team_group_name(self.team_id), self.channel_name)
+
+    async def receive(self, text_data=None, bytes_data=None, **kwargs):
+        """The table only listens."""
+
+    async def run_message(self, event):
+        if time.monotonic() - self.checked_at >= RECHECK_S:
+            if await self._team_id(self.scope["url_route"]["kwargs"]["slug"]) != self.team_id:
+                await self.channel_layer.group_discard(team_group_name(self.team_id), self.channel_name)
+                await self.close(code=GONE)
+                return
+            self.checked_at = time.monotonic()
+        await self.send(text_data=event["text"])

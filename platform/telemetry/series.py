@@ -104,14 +104,24 @@ def series_of(run_ids: list[int], names: list[str], x: str = "step", max_points:
         raise ValueError(f"max_points must be between 2 and {MAX_POINTS_LIMIT}")
     if not run_ids or not names:
         return {}
+    return shape_series(series_points(run_ids, names, max_points, cached, versions), run_ids, x)
+
+
+def series_points(run_ids: list[int], names: list[str], max_points: int = 1500, cached: bool = True,
+                  versions: dict[int, str] | None = None) -> dict[tuple[int, str], tuple[list, list, list]]:
+    """``{(run_id, name): (steps, values, walls)}``: the downsampled columns behind :func:`series_of`."""
     def fetch(runs, parts):  # columns (steps, values, walls): cheaper to cache than point tuples
         found = (_pg_points if connection.vendor == "postgresql" else _python_points)(runs, parts, max_points)
         return {key: tuple(map(list, zip(*pts))) for key, pts in found.items()}
 
     if cached:
-        points = cached_per_run(f"series-{max_points}", list(run_ids), list(names), fetch, versions)
-    else:
-        points = fetch(list(run_ids), list(names))
+        return cached_per_run(f"series-{max_points}", list(run_ids), list(names), fetch, versions)
+    return fetch(list(run_ids), list(names))
+
+
+def shape_series(points: dict[tuple[int, str], tuple[list, list, list]], run_ids: list[int], x: str
+                 ) -> dict[str, dict[int, dict[str, list[float]]]]:
+    """:func:`series_of`'s answer from :func:`series_points`' columns, on the ``x`` axis."""
     origin = {}
     if x == "relative":
         origin = {r: t.timestamp() for r, t in MetricPoint.objects.filter(run_id__in=run_ids).values(

@@ -7,9 +7,11 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 
 from runs.models import Run, RunEvent
-from telemetry.broadcast import broadcast
+from telemetry.broadcast import broadcast, broadcast_to_team
 from telemetry.models import IterationTrace, MetricBatch, MetricPoint
-from umbra.telemetry.messages import EventNote, EventsMessage, MetricsMessage, TraceMessage
+from telemetry.run_table import KEY_NUMBERS
+from umbra.telemetry import catalog
+from umbra.telemetry.messages import EventNote, EventsMessage, MetricsMessage, RunRowMessage, TraceMessage
 from umbra.telemetry.wire import BatchIn
 
 log = logging.getLogger(__name__)
@@ -45,12 +47,30 @@ def ingest(run: Run, batch: BatchIn) -> bool:
             return False
         raise
     broadcast(run.pk, MetricsMessage(points=points))
+    row = run_row_update(run.pk, points)
+    if row is not None:
+        broadcast_to_team(run.experiment.team_id, row)
     if events:  # one push for the batch's notes, not one per note
         broadcast(run.pk, EventsMessage(events=[EventNote(kind=e.kind, reason=e.reason, at=e.at.isoformat())
                                                 for e in events]))
     if batch.trace is not None:
         broadcast(run.pk, TraceMessage.model_validate(trace_for_browser(batch.trace.model_dump())))
     return True
+
+
+def run_row_update(run_id: int, points) -> RunRowMessage | None:
+    """What a batch changes in the team's runs table: the latest value (highest step) of each
+    key number it holds, and the iterations done when it ends one (None if it has neither)."""
+    keys = {metric for _, metric in KEY_NUMBERS}
+    latest: dict[str, tuple[int, float]] = {}
+    for p in points:
+        if (p.name in keys or p.name == catalog.ITERATION_METRIC) and p.step >= latest.get(p.name, (-1, 0.0))[0]:
+            latest[p.name] = (p.step, p.value)
+    done = latest.pop(catalog.ITERATION_METRIC, None)
+    if not latest and done is None:
+        return None
+    return RunRowMessage(run=run_id, values={name: v for name, (_, v) in latest.items()},
+                         iterations_done=None if done is None else done[0] + 1)
 
 
 MAX_JOB_NOTES = 1000  # per run: a job that loops on a fault must not bloat the run's event log

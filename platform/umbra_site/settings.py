@@ -135,6 +135,8 @@ UMBRA_CHECKPOINT_DIR = os.environ.get("UMBRA_CHECKPOINT_DIR", str(VAR_DIR / "che
 # Folders whose files runs may name as `dataset` / `model` (besides uploads and UMBRA_MODEL_DIR).
 UMBRA_DATA_DIRS = [d for d in os.environ.get("UMBRA_DATA_DIRS", "").split(os.pathsep) if d]
 UMBRA_MODEL_DIRS = [d for d in os.environ.get("UMBRA_MODEL_DIRS", "").split(os.pathsep) if d]
+# Folders whose files runs may name as a custom `reward` (file.py:function); none = built-ins only.
+UMBRA_REWARD_DIRS = [d for d in os.environ.get("UMBRA_REWARD_DIRS", "").split(os.pathsep) if d]
 # Lifetime of a run's ingestion token (seconds from dispatch); it also dies with its run.
 UMBRA_INGEST_TOKEN_TTL_S = int(os.environ.get("UMBRA_INGEST_TOKEN_TTL_S", str(7 * 24 * 3600)))
 if UMBRA_INGEST_TOKEN_TTL_S <= 0:

@@ -15,6 +15,10 @@ MAX_TRACE_BYTES = 5 * 1024 * 1024
 MAX_TRACE_REQUESTS = 20_000
 
 
+# Runs offered by the run picker (newest first); older ones are reached from their run page.
+RUN_PICKER_LIMIT = 200
+
+
 class SimulationForm(forms.Form):
     """``cleaned_data`` gains ``params`` (JSON for Simulation.params), ``trace`` (records or
     None) and ``source_run`` (a Run or None)."""
@@ -40,6 +44,14 @@ class SimulationForm(forms.Form):
     def __init__(self, *args, user=None, **kwargs):
         super().__init__(*args, **kwargs)
         self.user = user
+        if user is not None:  # a run picker: the newest runs the user may see that have a trace
+            runs = (visible_runs(user).filter(traces__isnull=False).distinct().select_related("experiment__team")
+                    .order_by("-pk")[:RUN_PICKER_LIMIT])
+            choices = [("", "— pick a run —")] + [
+                (r.pk, f"#{r.pk} {r.experiment.team.name}/{r.experiment.name} · {r.config.get('rollout_policy', '?')}"
+                       f" · {r.state}") for r in runs]
+            self.fields["run"].widget = forms.Select(choices=choices)
+            self.fields["run"].help_text = "a run with a trace (workload: a run's trace)"
 
     def clean(self):
         from umbra.sim.workload import parse_trace, trace_policies

@@ -1,5 +1,6 @@
 """Headless Chromium shows a finished what-if simulation: the per-policy table, both bar
-charts and every policy's simulated instance timeline and latency CDF, with no page error."""
+charts, one latency-CDF overlay of every policy, and each policy's instance timeline as a
+band whose per-instance lines show on demand, with no page error."""
 import os
 
 import pytest
@@ -37,9 +38,18 @@ def test_result_page_draws_every_policy(live_web, team_user):
         expect(page.locator("#whatif")).to_have_attribute("data-ready", "1", timeout=20_000)
         expect(page.locator("#whatif-summary tr[data-policy]")).to_have_count(len(POLICIES))
         expect(page.locator("section.bars canvas")).to_have_count(2)
+        expect(page.locator("#cdf-overlay canvas")).to_have_count(1)
+        expect(page.locator("#cdf-overlay")).to_have_attribute("data-policies", str(len(POLICIES)))
+        assert page.locator("#cdf-overlay .compact-legend .key").all_inner_texts() == POLICIES
         for name in POLICIES:
             expect(page.locator(f"#timeline-{name} canvas")).to_have_count(1)
-            expect(page.locator(f"#cdf-{name} canvas")).to_have_count(1)
+            expect(page.locator(f"#timeline-{name}")).to_have_attribute("data-instances", "2")
+        assert page.locator(".u-legend:visible").count() == 0  # one compact line per chart instead
+        timeline = page.locator("#timeline-seer")
+        timeline.locator(".instance-toggle input").check()
+        expect(timeline).to_have_attribute("data-instance-lines", "shown")
+        width = page.evaluate("document.querySelector('#cdf-overlay').getBoundingClientRect().width")
+        assert width > 0.9 * page.evaluate("document.querySelector('#whatif').getBoundingClientRect().width")
         assert page.locator('#whatif-summary tr[data-policy="static-group"] td').nth(6).inner_text() != ""
         assert errors == []
         browser.close()

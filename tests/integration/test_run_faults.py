@@ -1,9 +1,11 @@
 """Faults a run survives on the real stack (form -> Celery -> Ray job -> vLLM, tiny model):
-a rollout instance killed mid-iteration, then the job's driver killed, then Resume.
+a rollout instance killed mid-iteration, then the job's driver killed, then Resume. The run
+validates after every iteration, so the same job shows ``val/*`` metrics reaching the platform.
 
 Both faults hit one run (one Ray job and its resumed attempt instead of three jobs): the
 instance dies in iteration 1, the driver in iteration 3, after the checkpoint that follows
-iteration 1; the resumed attempt re-runs iterations 2 and 3."""
+iteration 1; the resumed attempt re-runs iterations 2 and 3. The trainer runs as 2 ranks
+(``trainer_ranks``), so Resume loads a sharded checkpoint."""
 import os
 import signal
 import time
@@ -14,7 +16,11 @@ from runs.models import Run
 from telemetry.models import IterationTrace, MetricBatch, MetricPoint
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
-KEY_METRICS = ("iteration/time_s", "rollout/time_s", "reward/mean", "train/loss", "sync/weight_time_s")
+KEY_METRICS = ("iteration/time_s", "rollout/time_s", "reward/mean", "train/loss", "sync/weight_time_s",
+               "sync/weight_bytes")
+VAL_METRICS = ("val/accuracy", "val/reward_mean", "val/response_len/mean")
+# the example countdown reward's dict result: its extra numbers, and no reward errors
+REWARD_METRICS = ("reward/errors", "reward/extra/format", "reward/extra/correct")
 PROMPTS, GROUP = 4, 4
 ITERATIONS = 4
 
@@ -65,7 +71,14 @@ def test_run_survives_a_killed_instance_and_a_killed_driver_and_resumes_from_the
     from ray.util.state import list_actors
 
     team, user = team_user
-    run = _submit(client, team, user, iterations=str(ITERATIONS), checkpoint_every="2")
+    # Validation after every iteration on a held-out 1% of the set (5 prompts x 2 greedy responses).
+    # The generated countdown task, scored by the example custom reward in the reward pool.
+    # The trainer is 2 FSDP2 ranks: the weight sync gathers from shards, the checkpoint is sharded.
+    run = _submit(client, team, user, iterations=str(ITERATIONS), checkpoint_every="2", val_fraction="0.01",
+                  val_every="1", val_samples="2", dataset="countdown", reward="countdown.py:compute_score",
+                  trainer_ranks="2")
+    assert run.config["trainer_ranks"] == 2
+    assert run.config["reward"].endswith("examples/rewards/countdown.py:compute_score")
 
     # 1. A rollout instance (its vLLM actor process) is SIGKILLed during iteration 1's rollout,
     #    which starts right after iteration 0's metrics are delivered and a liveness probe of
@@ -115,8 +128,15 @@ def test_run_survives_a_killed_instance_and_a_killed_driver_and_resumes_from_the
     _wait("the resumed run to end", lambda: run.is_terminal and run.attempt == 1, 600, run, live_worker)
     assert run.state == "succeeded", run.log_tail[-3000:]
     assert run.ray_job_id == f"umbra-run-{run.pk}-a1"
-    for name in KEY_METRICS:  # no gap, no duplicate
+    for name in KEY_METRICS + VAL_METRICS + REWARD_METRICS:  # no gap, no duplicate
         assert _steps(run, name) == list(range(ITERATIONS)), name
+    val = {name: list(MetricPoint.objects.filter(run=run, name=name).values_list("value", flat=True))
+           for name in VAL_METRICS}
+    assert all(0.0 <= v <= 1.0 for v in val["val/accuracy"] + val["val/reward_mean"]), val
+    assert all(0 < v <= 160 for v in val["val/response_len/mean"]), val  # at most max_tokens
+    assert set(MetricPoint.objects.filter(run=run, name="reward/errors").values_list("value", flat=True)) == {0.0}
+    assert all(0.0 <= v <= 1.0 for v in MetricPoint.objects.filter(run=run, name="reward/extra/format")
+               .values_list("value", flat=True))
     after = dict(MetricPoint.objects.filter(run=run, name="iteration/time_s").values_list("step", "wall_time"))
     assert all(after[s] == before[s] for s in (0, 1))  # kept from the first attempt
     assert all(after[s].timestamp() > resumed_at - 1 for s in (2, 3))  # iterations 2.. ran again
@@ -129,7 +149,8 @@ def test_run_survives_a_killed_instance_and_a_killed_driver_and_resumes_from_the
     lost = MetricPoint.objects.filter(run=run, name="rollout/instances_lost").values_list("step", "value")
     assert sorted(lost) == [(0, 0.0), (1, 1.0), (2, 0.0), (3, 0.0)], list(lost)  # died in one rollout
     assert MetricPoint.objects.get(run=run, name="rollout/redispatched_chunks", step=1).value >= 1
-    notes = list(run.events.filter(kind="job").values_list("reason", flat=True))
+    notes = [n for n in run.events.filter(kind="job").values_list("reason", flat=True)
+             if not n.startswith("system: ")]  # the system telemetry's notes (actor ids, memory) aside
     assert len(notes) == 2, notes  # the instance replaced once (not again between iterations), one resume
     assert "died during the rollout of iteration 1" in notes[0] and "replacement" in notes[0], notes
     assert "resumed from the checkpoint after iteration 1" in notes[1], notes

@@ -48,22 +48,25 @@ def test_greedy_responses_identical_under_static_group_verl_and_seer(ray_driver,
     assert max(len(r.chunks) for r in chunked) > 1 and {r.instance for r in chunked} == {0, 1}
 
 
-def test_instances_serve_trainer_weights_after_step(ray_driver, instances, tiny_model_path):
+@pytest.mark.parametrize("ranks", [1, 2])
+def test_instances_serve_trainer_weights_after_step(ray_driver, instances, tiny_model_path, ranks):
     """The trainer group's weight sync: after one GRPO step every instance serves the new
-    weights (same log-probs as the trainer) and the next rollout is sampled by version 1."""
+    weights (same log-probs as the trainer) and the next rollout is sampled by version 1 —
+    also from 2 FSDP2 ranks (the full state dict gathered to rank 0); then a rank killed
+    mid-run fails the next step at once, naming it, and leaves no rank behind."""
     ray = ray_driver
     from umbra.rollout.instance_pool import InstancePool
     from umbra.rollout.manager import RolloutManager, RolloutShape
     from umbra.rollout.policies import StaticGroupPolicy
-    from umbra.training.group import TrainerGroup
+    from umbra.training.group import TrainerGroup, TrainerRankError
 
     manager = RolloutManager(InstancePool(instances), RolloutShape(4, 16, 1.0, 512, 64, 16, 1))
     manager.policy = StaticGroupPolicy()
     trainers = TrainerGroup.start(tiny_model_path, learning_rate=5e-2, kl_coef=0.01, clip_eps=0.2, minibatches=1,
-                                  seed=0)
-    trainer = trainers.actor
+                                  seed=0, ranks=ranks, micro_tokens=24)
+    assert len(trainers.nodes) == ranks and all(n["host"] for n in trainers.nodes)
     try:
-        before = ray.get(trainer.prompt_logprobs.remote(PROBE))
+        before = trainers.prompt_logprobs(PROBE)
         for inst in instances:  # version 0: engines and trainer load the same checkpoint
             assert ray.get(inst.prompt_logprobs.remote(PROBE)) == pytest.approx(before, abs=1e-3)
 
@@ -74,17 +77,31 @@ def test_instances_serve_trainer_weights_after_step(ray_driver, instances, tiny_
         trainers.train(batch)
         assert trainers.policy_version == 1
         trainers.update_weights(manager)
-        assert manager.policy_version == 1
+        assert manager.policy_version == 1 and trainers.last_sync_bytes > 0
 
-        after = ray.get(trainer.prompt_logprobs.remote(PROBE))
+        after = trainers.prompt_logprobs(PROBE)
         assert max(abs(a - b) for a, b in zip(after, before)) > 1e-3  # the step changed the policy
         for inst in instances:
             assert ray.get(inst.prompt_logprobs.remote(PROBE)) == pytest.approx(after, abs=1e-3)
             assert ray.get(inst.ready.remote())["policy_version"] == 1
 
         assert manager.generate(1, [PROBE[:4], PROBE[:6]], seed=2).policy_versions() == {1}
+        if ranks == 2:
+            import time
+
+            pids = [n["pid"] for n in trainers.nodes]
+            ray.kill(trainers.actors[1])
+            t0 = time.time()
+            with pytest.raises(TrainerRankError, match="trainer rank 1 on node"):
+                trainers.train(batch)
+            assert time.time() - t0 < 120
+            trainers.shutdown()
+            deadline = time.time() + 30
+            while any(Path(f"/proc/{pid}").exists() for pid in pids) and time.time() < deadline:
+                time.sleep(0.5)
+            assert not any(Path(f"/proc/{pid}").exists() for pid in pids), "a trainer rank was left behind"
     finally:
-        ray.kill(trainer)
+        trainers.shutdown()
         # Shared instances go back to the checkpoint for the tests that follow. The
         # embeddings are tied: send lm_head too, as the trainer does, or it stays stale.
         from safetensors.torch import load, save

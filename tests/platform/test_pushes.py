@@ -46,10 +46,14 @@ def test_a_state_change_pushes_a_state_message(team_user, monkeypatch, django_ca
     run = factories.run(factories.experiment(team, "states"), created_by=user)  # queued
     texts = []
     monkeypatch.setattr("telemetry.broadcast.async_to_sync",
-                        lambda send: lambda group, event: texts.append(event["text"]))
+                        lambda send: lambda group, event: texts.append((group, event["text"])))
     with django_capture_on_commit_callbacks(execute=True):  # a move to a live state: no Celery work after it
         assert transition(run.pk, "dispatching", "submitting")
-    assert [json.loads(t) for t in texts] == [{"type": "state", "state": "dispatching", "reason": "submitting"}]
+    # to the run's dashboards, and to its team's runs table
+    assert [(g, json.loads(t)) for g, t in texts] == [
+        (f"run-{run.pk}", {"type": "state", "state": "dispatching", "reason": "submitting"}),
+        (f"team-runs-{team.pk}", {"type": "run_row", "run": run.pk, "state": "dispatching", "values": {},
+                                  "iterations_done": None})]
 
 
 def test_a_message_that_fits_no_model_is_logged_not_sent(monkeypatch, caplog):

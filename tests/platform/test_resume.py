@@ -89,7 +89,7 @@ def test_job_notes_go_to_the_event_log_and_the_dashboard(client, running_run, te
     assert (event.reason, event.from_state, event.to_state) == (note, "running", "running")
     client.force_login(team_user[1])
     page = client.get(f"/runs/{run.pk}/").content.decode()
-    assert note in page and '<details id="events" open>' in page
+    assert note in page and '<details class="panel" id="events" open>' in page
     api = _api(team_user[1]).get(f"/api/runs/{run.pk}/events/").json()
     assert api[-1]["kind"] == "job" and api[-1]["reason"] == note
 

@@ -257,9 +257,11 @@ def test_token_lifetime_must_be_positive():
 def test_run_config_schema_cannot_carry_a_secret():
     secret_words = {"token", "secret", "password", "passwd", "credential", "credentials", "auth", "key", "apikey"}
     assert not [f for f in RunConfig.model_fields if secret_words & set(f.lower().split("_"))]
-    # Free text could carry anything: only these three take it, each checked (known model or
-    # folder, known data set or file, Ray address without credentials).
-    assert {f for f, info in RunConfig.model_fields.items() if info.annotation is str} == {"model", "dataset", "cluster"}
+    # Free text could carry anything: only these take it, each checked (known model or folder,
+    # known data set or a file under the data folders, a built-in reward or a file under
+    # UMBRA_REWARD_DIRS, Ray address without credentials).
+    assert {f for f, info in RunConfig.model_fields.items() if info.annotation is str} == {
+        "model", "dataset", "val_dataset", "reward", "cluster"}
     with pytest.raises(ValueError, match="Extra inputs are not permitted"):
         RunConfig(model="tiny", ingest_token="x")
 

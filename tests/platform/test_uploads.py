@@ -59,10 +59,10 @@ BAD_DATASETS = [
     (b"\x00\x01\x02\x03 binary but valid UTF-8", "line 1: not JSON"),
     (b"question,answer\n1+1?,2\n", "line 1: not JSON"),
     ((PROBLEM + "\n" + "{\"question\": \"q\"").encode(), "line 2: not JSON"),
-    (b"[1, 2]\n", "line 1: needs string fields"),
-    (b'{"question": "q"}\n', "line 1: needs string fields 'question' and 'answer'"),
-    (b'{"answer": "#### 3"}\n', "needs string fields"),
-    (b'{"question": 5, "answer": "#### 3"}\n', "needs string fields"),
+    (b"[1, 2]\n", "line 1: not a JSON object"),
+    (b'{"question": "q"}\n', "no known row shape: columns found: question; expected verl"),
+    (b'{"answer": "#### 3"}\n', "columns found: answer;"),
+    (b'{"question": 5, "answer": "#### 3"}\n', "row 1: needs string fields"),
     (b'{"question": "q", "answer": "three"}\n', "no '#### <final answer>' line"),
     (b'{"question": "q", "answer": "####   "}\n', "empty final answer"),
     (b"[" * 100_000 + b"]" * 100_000, "too deeply nested or too large"),
@@ -178,3 +178,28 @@ def test_trace_over_the_default_row_limit_is_refused(client, member):
     msg = _field_error(_trace(client, member, _jsonl(*rows)), "trace_file")
     assert f"{MAX_TRACE_REQUESTS + 1} requests; at most {MAX_TRACE_REQUESTS}" in msg
     assert Simulation.objects.count() == 0
+
+
+def test_a_verl_parquet_upload_is_stored_as_parquet_and_read_as_verl(client, member, media):
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from umbra.data.files import load_file
+
+    rows = [{"data_source": "openai/gsm8k", "prompt": [{"role": "user", "content": "1+1?"}],
+             "reward_model": {"style": "rule", "ground_truth": "2"}, "extra_info": {"index": 0}}]
+    buf = io.BytesIO()
+    pq.write_table(pa.Table.from_pylist(rows), buf)
+    assert _dataset(client, member, buf.getvalue(), name="train.parquet").status_code == 302
+    (stored,) = media()
+    assert Run.objects.get().config["dataset"] == str(stored) and stored.suffix == ".parquet"
+    loaded = load_file(stored)
+    assert loaded.shape == "verl" and loaded.problems[0].answer == "2"
+    bad = pa.Table.from_pylist([{**rows[0], "reward_model": {"style": "rule", "ground_truth": None}}])
+    buf = io.BytesIO()
+    pq.write_table(bad, buf)
+    msg = _field_error(_dataset(client, member, buf.getvalue(), name="bad.parquet"), "dataset_file")
+    assert "bad.parquet: row 1: reward_model must be a mapping with a 'ground_truth'" in msg
+    assert Run.objects.count() == 1

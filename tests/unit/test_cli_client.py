@@ -155,6 +155,7 @@ def test_local_errors_name_each_field():
 def test_paths_are_left_for_the_server_but_unknown_names_are_not():
     # a path names a file on the platform's machines, not necessarily this one
     assert local_errors({"model": "/srv/models/llama", "dataset": "/srv/data/gsm8k.jsonl"}) == []
+    assert local_errors({"val_dataset": "/srv/data/val.parquet", "val_every": 5}) == []
     assert "unknown model" in dict(local_errors({"model": "gpt-9"}))["model"]
 
 

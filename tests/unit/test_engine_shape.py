@@ -30,6 +30,8 @@ def engines(monkeypatch):
         raise _Started(shape)
 
     monkeypatch.setattr(RolloutManager, "start", classmethod(start))
+    import ray  # the placement check before engines start reads the cluster's resources
+    monkeypatch.setattr(ray, "cluster_resources", lambda: {"CPU": 16.0})
 
 
 def test_a_run_sizes_its_engines_for_its_longest_prompt(tiny_model_path, engines):

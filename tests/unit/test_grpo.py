@@ -8,7 +8,8 @@ from umbra.training.grpo import assign_advantages, group_advantages, grpo_loss
 def test_group_advantages_normalize_within_each_group():
     rewards = torch.tensor([[1.0, 0.0, 0.0, 1.0], [1.0, 1.0, 1.0, 1.0]])
     adv = group_advantages(rewards)
-    assert torch.allclose(adv[0], torch.tensor([1.0, -1.0, -1.0, 1.0]), atol=1e-4)
+    # sample std of [1, 0, 0, 1]: sqrt(4 * 0.25 / 3) = 0.5774 -> +-0.5 / 0.5774
+    assert torch.allclose(adv[0], torch.tensor([0.866, -0.866, -0.866, 0.866]), atol=1e-3)
     assert torch.equal(adv[1], torch.zeros(4))  # equal rewards carry no signal
 
 
@@ -56,7 +57,8 @@ def test_advantages_are_assigned_per_group_of_a_batch():
                for g, rewards in enumerate([[1.0, 0.0], [0.5, 0.5]]) for i, r in enumerate(rewards)]
     batch = RolloutBatch(0, 2, samples, [], 0.0, 1.0)
     assign_advantages(batch)
-    assert [s.advantage for s in samples] == pytest.approx([1.0, -1.0, 0.0, 0.0], abs=1e-5)
+    # sample std of [1, 0] is sqrt(0.5): +-0.5 / 0.7071
+    assert [s.advantage for s in samples] == pytest.approx([0.7071, -0.7071, 0.0, 0.0], abs=1e-4)
     samples[0].reward = None
     with pytest.raises(ValueError):
         assign_advantages(batch)

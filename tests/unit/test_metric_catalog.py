@@ -15,7 +15,7 @@ from umbra.telemetry.summary_columns import SUMMARY_COLUMNS
 ROOT = Path(__file__).resolve().parents[2]
 PYTHON_TREES = (ROOT / "workers" / "umbra", ROOT / "platform")
 FRONTEND = ROOT / "frontend" / "src"
-METRIC_SHAPE = re.compile(r"^(rollout|train|reward|sync|iteration|val)/[a-z0-9_/{}.-]+$")
+METRIC_SHAPE = re.compile(r"^(rollout|train|reward|sync|iteration|val|system)/[a-z0-9_/{}.-]+$")
 # A quoted metric-shaped string in TypeScript ('...', "..." or `...` without ${}).
 TS_STRING = re.compile(r"""(["'`])((?:rollout|train|reward|sync|iteration|val)/[a-z0-9_/{}.-]+)\1""")
 HOLE = "\x00"  # stands for an f-string's {expression} while matching

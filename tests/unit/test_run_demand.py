@@ -22,8 +22,24 @@ def test_cpu_cluster_demand_counts_instances_trainer_kv_cache_and_weights():
 
 def test_gpu_cluster_demand_takes_a_gpu_per_instance_and_keeps_kv_cache_off_host_memory():
     d = run_demand(RunConfig(model="tiny", rollout_instances=2, kv_cache_gib=8, kl_coef=0.0), W, gpu_cluster=True)
-    assert (d.cpu, d.gpu) == (2.0, 2.0)
+    assert (d.cpu, d.gpu) == (2.0, 3.0)  # a GPU per instance and per trainer rank
     assert d.memory == 2 * (W + ENGINE_OVERHEAD_BYTES) + 4 * W + TRAINER_OVERHEAD_BYTES + DRIVER_BYTES
+
+
+def test_trainer_ranks_each_take_their_cpu_gpu_and_overhead():
+    one = run_demand(RunConfig(model="tiny", rollout_instances=2, kl_coef=0.0), W, gpu_cluster=True)
+    two = run_demand(RunConfig(model="tiny", rollout_instances=2, kl_coef=0.0, trainer_ranks=2), W, gpu_cluster=True)
+    assert (two.cpu - one.cpu, two.gpu - one.gpu) == (TRAINER_CPUS, 1.0)
+    assert two.memory - one.memory == TRAINER_OVERHEAD_BYTES + W  # rank 0 gathers the full weights to sync
+
+
+def test_placement_error_before_any_engine_starts():
+    from umbra.training.group import placement_error
+
+    assert placement_error(1, 2, {"CPU": 2.0}) is None
+    assert "trainer_ranks=4 needs 4 CPUs" in placement_error(4, 2, {"CPU": 2.0})
+    assert "trainer_ranks=2 needs 2 GPUs" in placement_error(2, 2, {"CPU": 16.0, "GPU": 3.0})
+    assert placement_error(1, 2, {"CPU": 16.0, "GPU": 3.0}) is None
 
 
 def test_demand_grows_with_instances_and_kv_cache():

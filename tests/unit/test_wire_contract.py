@@ -24,6 +24,8 @@ MODEL_INTERFACES = {
     messages.StateMessage: "StateMessage",
     messages.EventsMessage: "EventsMessage",
     messages.EventNote: "EventNote",
+    messages.LogMessage: "LogMessage",
+    messages.RunRowMessage: "RunRowMessage",
     wire.PointIn: "MetricPoint",
     wire.RequestRow: "TraceRequest",
     wire.TraceMeta: "TraceMeta",

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 
 from umbra.data.registry import check_dataset
 from umbra.models.registry import context_length
+from umbra.rewards.custom import check_reward
 
 RolloutPolicy = Literal["static-group", "verl", "request-lb", "seer"]
 # Tokens reserved for the prompt; the job drops problems whose prompt is longer.
@@ -29,7 +30,23 @@ class RunConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     model: str = Field("smollm2", max_length=1000, description="'tiny', 'smollm2' or a path to a Hugging Face model folder")
-    dataset: str = Field("arith", max_length=1000, description="'arith' (generated) or a path to a GSM8K-style JSONL file")
+    dataset: str = Field("arith", max_length=1000, description=(
+        "'arith' or 'countdown' (generated) or the path of a JSONL or Parquet file or a datasets save_to_disk folder, "
+        "in veRL's, TRL's or GSM8K's row shape"))
+    val_dataset: str = Field("", max_length=1000, description=(
+        "validation set: a path like dataset's (or 'arith'); empty = none or val_fraction"))
+    val_fraction: float = Field(0.0, ge=0.0, le=0.5, description=(
+        "validation set: this share of the training file held out (fixed by the seed); 0 = none"))
+    val_every: int = Field(0, ge=0, le=100000, description=(
+        "validate every N iterations (after the weight sync) and at the last one; 0 = never"))
+    val_samples: int = Field(1, ge=1, le=64, description="validation responses per prompt")
+    val_temperature: float = Field(0.0, ge=0.0, le=2.0, description="validation sampling temperature (0 = greedy)")
+    reward: str = Field("math", max_length=1000, description=(
+        "'math' (math-verify on the final answer), 'gsm8k-strict' (veRL's strict '#### <number>'), "
+        "'exact' (normalised string match), or 'file.py:function' in veRL's compute_score signature, "
+        "from a folder the operator lists in UMBRA_REWARD_DIRS"))
+    reward_timeout_s: float = Field(10.0, gt=0.0, le=600.0, description=(
+        "per-call reward time limit, seconds; a call past it scores 0 (counted in reward/errors)"))
     prompts_per_iteration: int = Field(16, ge=1, le=4096, description="prompts (groups) per iteration")
     group_size: int = Field(8, ge=2, le=64, description="GRPO group size G: responses per prompt")
     max_tokens: int = Field(256, ge=1, le=131072, description="max generated tokens per response")
@@ -38,7 +55,22 @@ class RunConfig(BaseModel):
     learning_rate: float = Field(1e-6, gt=0.0, le=1.0)
     kl_coef: float = Field(0.01, ge=0.0, le=100.0, description="weight of the KL penalty to the initial policy")
     clip_eps: float = Field(0.2, gt=0.0, le=1.0, description="PPO/GRPO ratio clip range")
+    adv_estimator: Literal["grpo", "dr_grpo", "rloo"] = Field("grpo", description=(
+        "veRL's names: grpo ((r - group mean) / group sample std), dr_grpo (r - group mean, "
+        "Dr. GRPO), rloo (r - mean of the other responses of the group)"))
+    norm_adv_by_std: bool = Field(True, description=(
+        "grpo: divide by the group's sample std (unbiased, as veRL and TRL); off = r - group mean"))
+    loss_agg_mode: Literal["token-mean", "seq-mean-token-mean", "seq-mean-token-sum-norm"] = Field(
+        "token-mean", description=(
+            "veRL's names: token-mean (every response token weighs the same, DAPO), seq-mean-token-mean "
+            "(each response weighs the same, DeepSeekMath), seq-mean-token-sum-norm (token sum / max_tokens, "
+            "Dr. GRPO)"))
     train_minibatches: int = Field(1, ge=1, le=64, description="optimizer steps per iteration")
+    trainer_ranks: int = Field(1, ge=1, le=64, description=(
+        "trainer ranks (Ray actors, one GPU each on a GPU cluster); more than 1 shards the policy with FSDP2"))
+    train_micro_tokens: int = Field(4096, ge=16, le=1048576, description=(
+        "token budget of one forward/backward micro-batch (padded sequences x length)"))
+    gradient_checkpointing: bool = Field(False, description="recompute activations in backward (less memory)")
     rollout_policy: RolloutPolicy = Field("static-group", description=(
         "verl (veRL as it runs: each instance's share submitted at once, vLLM preempts), "
         "static-group (the same split, capped so nothing is preempted), request-lb, or seer; "
@@ -69,6 +101,34 @@ class RunConfig(BaseModel):
     @classmethod
     def _dataset_known(cls, v: str) -> str:
         check_dataset(v)
+        return v
+
+    @field_validator("val_dataset")
+    @classmethod
+    def _val_dataset_known(cls, v: str) -> str:
+        if v:
+            check_dataset(v)
+        return v
+
+    @field_validator("reward")
+    @classmethod
+    def _reward_known(cls, v: str) -> str:
+        check_reward(v)
+        return v
+
+    @field_validator("val_fraction")
+    @classmethod
+    def _one_validation_set(cls, v: float, info: ValidationInfo) -> float:
+        if v > 0 and info.data.get("val_dataset"):
+            raise ValueError("give val_dataset or val_fraction, not both")
+        return v
+
+    @field_validator("val_every")
+    @classmethod
+    def _validation_set_given(cls, v: int, info: ValidationInfo) -> int:
+        if v > 0 and not info.data.get("val_dataset") and not info.data.get("val_fraction") \
+                and "val_dataset" in info.data and "val_fraction" in info.data:
+            raise ValueError("validation needs a validation set: set val_dataset or val_fraction")
         return v
 
     @field_validator("cluster")

@@ -11,9 +11,11 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from api.errors import error
-from api.serializers import DryRunSerializer, EventSerializer, LogSerializer, RunCreateSerializer, RunSerializer
+from api.serializers import (DryRunSerializer, EventSerializer, LogSerializer, RunCreateSerializer, RunLabelsSerializer,
+                             RunSerializer)
 from runs.config_check import check_config
 from runs.filters import RunFilter
+from runs.labels import LABEL_FIELDS, update_labels
 from runs.models import Run
 from runs.selectors import can_act_on, run_for, visible_runs
 from runs.services import SubmissionRefused, create_run, preview_run, request_cancel, request_resume
@@ -105,6 +107,21 @@ class RunDetailView(APIView):
     @extend_schema(responses=RunSerializer)
     def get(self, request, pk: int):
         """One run the user may see (404 otherwise)."""
+        return Response(RunSerializer(_visible_run(request, pk)).data)
+
+    @extend_schema(request=RunLabelsSerializer, responses=RunSerializer)
+    def patch(self, request, pk: int):
+        """Set the run's name, its own tags or its note (members and admins of its team)."""
+        run = run_for(request.user, pk)
+        if not can_act_on(request.user, run):
+            raise PermissionDenied("only members of the run's team label it")
+        data = RunLabelsSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            update_labels(run, dict(data.validated_data))
+        except ValueError as exc:
+            field = str(exc).split(":")[0]
+            raise ValidationError({field if field in LABEL_FIELDS else "non_field_errors": [str(exc)]}) from None
         return Response(RunSerializer(_visible_run(request, pk)).data)
 
 

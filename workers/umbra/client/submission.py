@@ -93,7 +93,7 @@ def local_errors(config: dict) -> list[tuple[str, str]]:
     """Check ``config`` with ``umbra.config.RunConfig``; returns ``(field, message)``
     pairs, empty when valid.
 
-    ``model`` and ``dataset`` values that are paths name files on the platform's
+    ``model``, ``dataset`` and ``val_dataset`` values that are paths name files on the platform's
     machines, not this one: errors about them are left for the server to judge.
     """
     from pydantic import ValidationError
@@ -107,7 +107,8 @@ def local_errors(config: dict) -> list[tuple[str, str]]:
         for err in exc.errors():
             loc = ".".join(str(part) for part in err["loc"]) or "config"
             top = str(err["loc"][0]) if err["loc"] else ""
-            if top in ("model", "dataset") and err["type"] == "value_error" and _is_path(config.get(top)):
+            if top in ("model", "dataset", "val_dataset") and err["type"] == "value_error" \
+                    and _is_path(config.get(top)):
                 continue
             msg = err["msg"].removeprefix("Value error, ")
             out.append((loc, msg))

@@ -12,7 +12,7 @@ MAX_FILE_BYTES = 64 * 1024 * 1024
 
 
 class DatasetError(ValueError):
-    """A data set file is missing, too large or not GSM8K-style (message says where)."""
+    """A data set file is missing, too large, unreadable or of no known row shape (message says where)."""
 
 
 def parse_line(line: str, lineno: int) -> Problem:
@@ -29,12 +29,21 @@ def parse_line(line: str, lineno: int) -> Problem:
         raise DatasetError(f"line {lineno}: JSON too deeply nested or too large") from None
     if not isinstance(obj, dict) or not isinstance(obj.get("question"), str) or not isinstance(obj.get("answer"), str):
         raise DatasetError(f"line {lineno}: needs string fields 'question' and 'answer'")
-    if "####" not in obj["answer"]:
-        raise DatasetError(f"line {lineno}: answer has no '#### <final answer>' line")
-    final = obj["answer"].rsplit("####", 1)[1].strip().replace(",", "")
+    return Problem(question=obj["question"].strip(), answer=final_answer(obj["answer"], f"line {lineno}"))
+
+
+def final_answer(answer: str, where: str) -> str:
+    """The final answer of a GSM8K solution: the text after its last ``####``, commas dropped.
+
+    Raises:
+        DatasetError: (prefixed by ``where``) no ``####`` marker or nothing after it.
+    """
+    if "####" not in answer:
+        raise DatasetError(f"{where}: answer has no '#### <final answer>' line")
+    final = answer.rsplit("####", 1)[1].strip().replace(",", "")
     if not final:
-        raise DatasetError(f"line {lineno}: empty final answer after '####'")
-    return Problem(question=obj["question"].strip(), answer=final)
+        raise DatasetError(f"{where}: empty final answer after '####'")
+    return final
 
 
 def parse_lines(lines: Iterable[str]) -> list[Problem]:

@@ -22,6 +22,12 @@ class PromptItem:
     token_ids: list[int]
 
 
+def prompt_pool(problems: list[Problem], tokenizer, prompt_budget: int) -> list[PromptItem]:
+    """Each problem with its chat-formatted prompt ids, leaving out prompts over ``prompt_budget`` tokens."""
+    return [PromptItem(p, ids) for p, ids in zip(problems, encode_prompts(tokenizer, problems))
+            if len(ids) <= prompt_budget]
+
+
 class DataSource:
     """``batch_size`` prompts per :meth:`next_batch` out of ``items``, seeded by ``seed``.
 
@@ -42,11 +48,15 @@ class DataSource:
 
         Raises ValueError (or DatasetError) when nothing usable is there.
         """
-        problems = load_problems(dataset, seed)
-        pool = [PromptItem(p, ids) for p, ids in zip(problems, encode_prompts(tokenizer, problems))
-                if len(ids) <= prompt_budget]
+        return cls.from_problems(load_problems(dataset, seed), tokenizer, prompt_budget, batch_size, seed, dataset)
+
+    @classmethod
+    def from_problems(cls, problems: list[Problem], tokenizer, prompt_budget: int, batch_size: int, seed: int,
+                      name: str = "the data set") -> "DataSource":
+        """The pool of ``problems`` (see :func:`prompt_pool`). Raises ValueError for an empty pool."""
+        pool = prompt_pool(problems, tokenizer, prompt_budget)
         if not pool:
-            raise ValueError(f"every prompt of {dataset} is longer than {prompt_budget} tokens")
+            raise ValueError(f"every prompt of {name} is longer than {prompt_budget} tokens")
         return cls(pool, batch_size, seed)
 
     @property

@@ -8,7 +8,9 @@ import time
 from umbra.config import RunConfig
 from umbra.job.checkpoint import CheckpointDir, Checkpointer
 from umbra.job.parts import start_parts
-from umbra.rewards.score import score_batch
+from umbra.job.validation import Validator
+from umbra.rewards.score import Scorer
+from umbra.telemetry.system import SystemSampler
 from umbra.training.grpo import assign_advantages
 
 log = logging.getLogger("umbra.job")
@@ -26,6 +28,14 @@ def run(config: RunConfig, telemetry, checkpoints: CheckpointDir | None = None) 
     parts = start_parts(config)
     rollout, trainers, data = parts.rollout, parts.trainers, parts.data
     checkpointer, notes, first = Checkpointer(checkpoints, config.checkpoint_every), [], 0
+
+    scorer = Scorer(config.reward, config.reward_timeout_s)  # a process pool; closed below
+
+    def score(batch, problems):  # the run's one reward path: training and validation batches alike
+        return scorer.score_batch(batch, problems, parts.tokenizer)
+
+    validator = Validator(parts.val_items, config.val_every, config.val_samples, config.val_temperature,
+                          config.iterations, config.seed, parts.val_policy, score)
     try:
         if (state := checkpointer.restore(trainers, data)) is not None:
             first = state.iteration + 1
@@ -34,20 +44,32 @@ def run(config: RunConfig, telemetry, checkpoints: CheckpointDir | None = None) 
                          f"(policy version {trainers.policy_version})")
             log.info(notes[-1])
         log.info("instances and trainer ready")
+        system = SystemSampler()
         for it in range(first, config.iterations):
             t_iter = time.time()
             if replaced := rollout.replace_dead_instances(it):  # died between iterations: give the replacements the weights
                 trainers.update_weights(rollout, only=replaced)
             prompts = data.next_batch()
             batch = rollout.generate(it, [p.token_ids for p in prompts], seed=config.seed * 7919 + it)
-            rewards = score_batch(batch, [p.problem for p in prompts], parts.tokenizer)
-            assign_advantages(batch)
+            rewards = score(batch, [p.problem for p in prompts])
+            assign_advantages(batch, config.adv_estimator, config.norm_adv_by_std)
             metrics = {**batch.metrics, **trainers.train(batch), **rewards,
                        "rollout/policy_version": float(rollout.policy_version)}
             metrics["sync/weight_time_s"] = trainers.update_weights(rollout)
+            metrics["sync/weight_bytes"] = float(trainers.last_sync_bytes)
+            if validator.due(it):  # on the weights just pushed, logged at this iteration's step
+                t_val = time.time()
+                val_metrics, val_notes = validator.run(rollout, it)
+                metrics.update(val_metrics)
+                metrics["val/time_s"] = time.time() - t_val
+                batch.events += val_notes  # after the training rollout's own
+                log.info("iteration %d: validation accuracy %.3f on %d prompts (%.2fs)", it,
+                         val_metrics["val/accuracy"], len(parts.val_items), metrics["val/time_s"])
             metrics["iteration/time_s"] = time.time() - t_iter
+            system_metrics, system_notes = system.sample()
+            metrics.update(system_metrics)
             delivered = telemetry.send(it, metrics, trace=batch.trace, trace_meta=batch.trace_meta,
-                                       events=notes + batch.events)
+                                       events=notes + batch.events + scorer.take_notes() + system_notes)
             notes = []
             if folder := checkpointer.after_iteration(it, delivered, trainers, data):
                 log.info("checkpoint after iteration %d saved (%s)", it, folder)
@@ -58,3 +80,4 @@ def run(config: RunConfig, telemetry, checkpoints: CheckpointDir | None = None) 
     finally:  # best effort: a dead actor must not hide the error that killed the run
         trainers.shutdown()
         rollout.shutdown()
+        scorer.close()

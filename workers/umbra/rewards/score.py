@@ -1,15 +1,65 @@
-"""Score a rollout batch: each sample's reward from its decoded response and its group's problem."""
+"""Score a rollout batch (ours): each sample's reward from its decoded response and its group's
+problem, computed in the run's reward pool; errors are counted and noted, never raised."""
 from __future__ import annotations
 
-from umbra.rewards.math_answer import math_reward
+import os
+
+from umbra.rewards.pool import RewardPool
+
+NOTE_CHARS = 990  # a job note holds at most 1000 characters (umbra.telemetry.wire)
+MAX_NOTES = 20  # distinct errors noted per run; later ones are only counted
 
 
-def score_batch(batch, problems: list, tokenizer) -> dict[str, float]:
-    """Set ``reward`` on every sample of ``batch`` (a RolloutBatch) with :func:`math_reward`
-    against ``problems[group_id].answer``; returns ``reward/mean`` and ``reward/accuracy``."""
-    texts = tokenizer.batch_decode([s.response_token_ids for s in batch.samples], skip_special_tokens=True)
-    for s, text in zip(batch.samples, texts):
-        s.reward = math_reward(text, problems[s.group_id].answer)
-    rewards = [s.reward for s in batch.samples]
-    return {"reward/mean": sum(rewards) / len(rewards),
-            "reward/accuracy": sum(r > 0.5 for r in rewards) / len(rewards)}
+class Scorer:
+    """The run's reward path (training and validation batches alike).
+
+    ``reward``: the RunConfig's ``reward`` (a built-in name or ``file.py:function``, veRL's
+    ``compute_score(data_source, solution_str, ground_truth, extra_info)``);
+    ``timeout_s``: per call. Notes on errors (first traceback lines, once per distinct
+    error) wait in :meth:`take_notes` for the next metric batch's job notes.
+    """
+
+    def __init__(self, reward: str = "math", timeout_s: float = 10.0, workers: int | None = None):
+        self.reward = reward
+        self.pool = RewardPool(reward, workers or min(4, os.cpu_count() or 1), timeout_s)
+        self._seen: set[str] = set()
+        self._notes: list[str] = []
+
+    def score_texts(self, texts: list[str], problems: list) -> tuple[list[float], dict[str, float]]:
+        """Rewards of ``texts[i]`` against ``problems[i]``, and ``reward/errors`` and the
+        ``reward/extra/<key>`` means (over the responses whose result held the key)."""
+        calls = [(p.data_source, t, p.answer, dict(p.extra_info)) for t, p in zip(texts, problems)]
+        outcomes = self.pool.score(calls)
+        extras: dict[str, list[float]] = {}
+        errors = 0
+        for o in outcomes:
+            for k, v in o.extras.items():
+                extras.setdefault(k, []).append(v)
+            if o.error is not None:
+                errors += 1
+                if o.error_key not in self._seen and len(self._seen) < MAX_NOTES:
+                    self._seen.add(o.error_key)
+                    self._notes.append(f"reward error, scored 0 (more of this kind are only counted in "
+                                       f"reward/errors): {o.error}"[:NOTE_CHARS])
+        metrics = {"reward/errors": float(errors),
+                   **{f"reward/extra/{k}": sum(v) / len(v) for k, v in sorted(extras.items())}}
+        return [o.score for o in outcomes], metrics
+
+    def score_batch(self, batch, problems: list, tokenizer) -> dict[str, float]:
+        """Set ``reward`` on every sample of ``batch`` (a RolloutBatch) against
+        ``problems[group_id]``; returns ``reward/mean``, ``reward/accuracy``, ``reward/errors``
+        and ``reward/extra/*``."""
+        texts = tokenizer.batch_decode([s.response_token_ids for s in batch.samples], skip_special_tokens=True)
+        rewards, metrics = self.score_texts(texts, [problems[s.group_id] for s in batch.samples])
+        for s, r in zip(batch.samples, rewards):
+            s.reward = r
+        return {"reward/mean": sum(rewards) / len(rewards),
+                "reward/accuracy": sum(r > 0.5 for r in rewards) / len(rewards), **metrics}
+
+    def take_notes(self) -> list[str]:
+        """The error notes gathered since the last call (for the job notes)."""
+        notes, self._notes = self._notes, []
+        return notes
+
+    def close(self) -> None:
+        self.pool.close()

@@ -99,6 +99,18 @@ METRICS: tuple[Metric, ...] = (
     # Reward and validation
     _m("reward/mean", REWARD, "reward", "", "higher", "mean reward of the iteration's responses", compare=True),
     _m("reward/accuracy", REWARD, "accuracy", "", "higher", "fraction of responses with reward > 0.5"),
+    _m("reward/errors", REWARD, "reward errors", "", "lower",
+       "reward calls that raised, timed out or returned no finite number (scored 0; first of each kind in the job notes)"),
+    _m("reward/extra/{key}", REWARD, "reward extra", "", "none",
+       "an extra number a custom reward returned in its dict (veRL's reward_extra_info), mean over the responses",
+       dashboard=False),
+    _m("val/accuracy", REWARD, "val accuracy", "", "higher",
+       "validation: fraction of responses to the held-out prompts with reward > 0.5 (every val_every iterations)"),
+    _m("val/reward_mean", REWARD, "val reward", "", "higher", "validation: mean reward of the responses"),
+    _m("val/response_len/mean", REWARD, "val response length", "tokens", "none",
+       "validation: mean response length"),
+    _m("val/time_s", REWARD, "validation time", "s", "lower", "wall time of the validation rollout and scoring",
+       dashboard=False),
     # Training
     _m("train/loss", TRAIN, "loss", "", "none", "GRPO loss (clipped policy loss + KL term)"),
     _m("train/kl", TRAIN, "KL", "", "none", "k3 KL estimate to the reference model"),
@@ -108,8 +120,12 @@ METRICS: tuple[Metric, ...] = (
     _m("train/grad_norm", TRAIN, "grad norm", "", "none", "gradient norm before clipping, last optimizer step",
        dashboard=False),
     _m("train/time_s", TRAIN, "train time", "s", "lower", "wall time of the train step"),
+    _m("train/tokens", TRAIN, "train tokens", "tokens", "none", "response tokens in the train step (all ranks)",
+       dashboard=False),
     # System
     _m("sync/weight_time_s", SYSTEM, "weight sync", "s", "lower", "time to push the new weights to every instance"),
+    _m("sync/weight_bytes", SYSTEM, "weight sync size", "bytes", "none", "size of the weights file sent to the instances",
+       dashboard=False),
     _m("iteration/time_s", SYSTEM, "iteration time", "s", "lower", "wall time of the whole iteration"),
     _m("rollout/instances_lost", SYSTEM, "instances lost", "", "lower",
        "rollout instances that died during the rollout (replaced after it)", dashboard=False),
@@ -117,6 +133,19 @@ METRICS: tuple[Metric, ...] = (
        "chunks that were running on a lost instance and ran again elsewhere", dashboard=False),
     _m("rollout/policy_version", SYSTEM, "policy version", "", "none", "weights version the rollout sampled with",
        dashboard=False),
+    # System: CPU and memory sampled by the driver (umbra.telemetry.system)
+    _m("system/node_mem_frac", SYSTEM, "node memory used", "", "lower",
+       "fraction of the driver's node memory in use (total - available)"),
+    _m("system/node_mem_used_gib", SYSTEM, "node memory", "GiB", "lower", "memory in use on the driver's node"),
+    _m("system/node_mem_total_gib", SYSTEM, "node memory total", "GiB", "none", "memory of the driver's node",
+       dashboard=False),
+    _m("system/node_cpu_percent", SYSTEM, "node CPU", "%", "none",
+       "CPU use of the driver's node since the previous iteration, percent of all cores"),
+    _m("system/driver_rss_gib", SYSTEM, "driver memory", "GiB", "lower", "resident memory of the job's driver"),
+    _m("system/actor_rss_gib/{instance}", SYSTEM, "actor memory", "GiB", "lower",
+       "resident memory of one of the job's actors on the driver's node (named in the events)", dashboard=False),
+    _m("system/actor_cpu_percent/{instance}", SYSTEM, "actor CPU", "%", "none",
+       "CPU use of one of the job's actors since the previous iteration, percent of one core", dashboard=False),
 )
 
 BY_NAME: dict[str, Metric] = {m.name: m for m in METRICS}
@@ -125,7 +154,8 @@ ITERATION_METRIC = "iteration/time_s"
 
 
 def _pattern(template: str) -> re.Pattern:
-    return re.compile(re.escape(template).replace(re.escape("{instance}"), r"\d+"))
+    return re.compile(re.escape(template).replace(re.escape("{instance}"), r"\d+")
+                      .replace(re.escape("{key}"), r"[a-z0-9_]+"))
 
 
 _FAMILIES = tuple((_pattern(m.name), m) for m in METRICS if "{" in m.name)

@@ -62,9 +62,31 @@ class EventsMessage(BaseModel):
     events: list[EventNote]
 
 
-SocketMessage = Annotated[Union[MetricsMessage, TraceMessage, StateMessage, EventsMessage],
-                          Field(discriminator="type")]
-MESSAGE_TYPES: tuple[type[BaseModel], ...] = (MetricsMessage, TraceMessage, StateMessage, EventsMessage)
+class LogMessage(BaseModel):
+    """The tail of the run's Ray job log as last polled (raw: the page strips its ANSI colours)."""
+
+    model_config = MESSAGE
+    type: Literal["log"] = "log"
+    tail: str
+
+
+class RunRowMessage(BaseModel):
+    """To a team's runs table (``/ws/teams/<slug>/runs/``): run ``run`` changed; ``state`` when
+    it moved, ``values`` the latest key numbers of a batch just stored (metric name: value),
+    ``iterations_done`` when an iteration ended."""
+
+    model_config = MESSAGE
+    type: Literal["run_row"] = "run_row"
+    run: int
+    state: str | None = None
+    values: dict[str, float] = {}
+    iterations_done: int | None = None
+
+
+SocketMessage = Annotated[Union[MetricsMessage, TraceMessage, StateMessage, EventsMessage, LogMessage,
+                                RunRowMessage], Field(discriminator="type")]
+MESSAGE_TYPES: tuple[type[BaseModel], ...] = (MetricsMessage, TraceMessage, StateMessage, EventsMessage, LogMessage,
+                                              RunRowMessage)
 _ADAPTER: TypeAdapter = TypeAdapter(SocketMessage)
 
 

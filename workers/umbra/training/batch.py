@@ -32,10 +32,16 @@ def pack(prompts: list[list[int]], responses: list[list[int]], pad_id: int) -> T
     return TokenBatch(ids, attn, resp)
 
 
-def token_logprobs(model, batch: TokenBatch, with_entropy: bool = True) -> tuple[torch.Tensor, torch.Tensor | None]:
+def token_logprobs(model, batch: TokenBatch, with_entropy: bool = True, temperature: float = 1.0
+                   ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Next-token log-probs ``[B, L-1]`` under ``model`` and, if asked, entropies ``[B, L-1]``
-    (a metric only: computed without a graph, so it costs no activation memory)."""
+    (a metric only: computed without a graph, so it costs no activation memory).
+
+    The logits are divided by ``temperature`` first: the distribution the rollout sampled
+    from, as veRL's actor (``logits.div_(temperature)``) and TRL's GRPOTrainer do."""
     logits = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits[:, :-1].float()
+    if temperature != 1.0:
+        logits = logits / temperature
     lse = torch.logsumexp(logits, dim=-1)
     logp = torch.gather(logits, -1, batch.input_ids[:, 1:, None]).squeeze(-1) - lse
     entropy = None

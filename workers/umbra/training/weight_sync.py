@@ -28,6 +28,19 @@ def sync_state(model) -> dict:
     return {k: v.detach().contiguous().clone() for k, v in model.state_dict().items()}
 
 
+def full_state(model, sharded: bool) -> dict:
+    """:func:`sync_state` of a policy that may be FSDP2-sharded: then every rank calls it, the
+    full state dict is gathered to rank 0's CPU (``get_model_state_dict`` with
+    ``full_state_dict=True, cpu_offload=True``, torch's distributed state-dict API) and the
+    other ranks get ``{}``."""
+    if not sharded:
+        return sync_state(model)
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+
+    full = get_model_state_dict(model, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
+    return {k: v.detach().contiguous().clone() for k, v in full.items()}
+
+
 def to_bytes(state: dict) -> bytes:
     """``state`` as safetensors bytes (for instances on other nodes)."""
     from safetensors.torch import save
@@ -75,15 +88,16 @@ def remove_stale_shared_files() -> None:
             shutil.rmtree(folder, ignore_errors=True)
 
 
-def push_weights(trainer, manager, version: int, only: list[int] | None = None) -> float:
+def push_weights(trainer, manager, version: int, only: list[int] | None = None, peers: list | None = None) -> float:
     """Load the weights of ``trainer`` (an actor with ``save_weights``/``weights_blob``) into
     the rollout instances of ``manager`` (all, or the indices ``only``) as policy ``version``;
-    returns the seconds taken. The file path is tried first; instances that do not see the
-    file (another node) get the bytes, put into the object store once for all of them."""
+    returns the seconds taken. ``peers``: the other ranks of a sharded trainer, which join
+    the gather of the full state dict. The file path is tried first; instances that do not see
+    the file (another node) get the bytes, put into the object store once for all of them."""
     import ray
 
     t0 = time.time()
-    path = ray.get(trainer.save_weights.remote())
+    path = ray.get([trainer.save_weights.remote()] + [p.save_weights.remote() for p in peers or []])[0]
     targets = list(range(len(manager.instances))) if only is None else list(only)
     answers = manager.load_weights(path, version, targets)
     remote = [i for i, answer in zip(targets, answers) if answer is None]

@@ -5,14 +5,14 @@ import argparse
 import os
 import sys
 
-from umbra.client.commands import (cancel, compare, events, follow, login, logout, logs, resume, runs, show, submit,
-                                   whoami)
+from umbra.client.commands import (cancel, compare, events, export, follow, label, login, logout, logs, resume, runs,
+                                   show, submit, whoami)
 from umbra.client.errors import EXIT_SERVER, CliError
 
 # In the order `umbra --help` lists them.
 MODULES = {"login": login, "whoami": whoami, "logout": logout, "submit": submit, "runs": runs, "show": show,
            "follow": follow, "logs": logs, "events": events, "cancel": cancel, "resume": resume,
-           "compare": compare}
+           "label": label, "compare": compare, "export": export}
 EXIT_INTERRUPTED = 130
 
 

@@ -1,0 +1,31 @@
+import { describe, expect, it } from "vitest";
+import { readoutText } from "./charts";
+import { percentDone, rowUpdates } from "./runs-table";
+
+describe("rowUpdates", () => {
+  it("maps a run_row message to the table's cells", () => {
+    expect(rowUpdates({ type: "run_row", run: 3, state: "running", iterations_done: 4,
+                        values: { "rollout/throughput_tok_s": 231.04, "reward/mean": 0.5, "train/loss": 1 } }))
+      .toEqual({ state: "running", done: "4", throughput: "231.0", reward: "0.500" });
+  });
+  it("changes nothing that is not in the message", () => {
+    expect(rowUpdates({ type: "run_row", run: 3, state: null, iterations_done: null, values: {} })).toEqual({});
+  });
+});
+
+describe("percentDone", () => {
+  it("is capped and full once succeeded", () => {
+    expect(percentDone(3, 12, "running")).toBe(25);
+    expect(percentDone(30, 12, "running")).toBe(100);
+    expect(percentDone(0, 0, "succeeded")).toBe(100);
+    expect(percentDone(2, 0, "running")).toBe(0);
+  });
+});
+
+describe("readoutText", () => {
+  it("shows the hovered point, and nothing when nothing is hovered", () => {
+    expect(readoutText("iteration", 3, 231.04, "tok/s")).toBe("iteration 3 · 231.0 tok/s");
+    expect(readoutText("seconds since the first point", 12.5, 0.5, "")).toBe("12.50 s · 0.500");
+    expect(readoutText("iteration", null, null, "")).toBe("");
+  });
+});

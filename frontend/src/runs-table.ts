@@ -1,0 +1,29 @@
+// The team's runs table (ours), pure part: which cells a live "run_row" message changes.
+import { formatNumber } from "./format";
+import type { RunRowMessage } from "./types";
+
+/** Table cell (`data-cell`) of each key number's metric, as in telemetry.run_table.KEY_NUMBERS. */
+export const CELL_OF_METRIC: Record<string, string> = {
+  "rollout/throughput_tok_s": "throughput",
+  "rollout/tail_time_s": "tail",
+  "reward/mean": "reward",
+  "reward/accuracy": "accuracy",
+};
+
+/** `{cell: text}` to write into the run's row for `msg` (state, iterations done, numbers). */
+export function rowUpdates(msg: RunRowMessage): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (msg.state) out.state = msg.state;
+  if (msg.iterations_done != null) out.done = String(msg.iterations_done);
+  for (const [metric, value] of Object.entries(msg.values ?? {})) {
+    const cell = CELL_OF_METRIC[metric];
+    if (cell) out[cell] = formatNumber(value);
+  }
+  return out;
+}
+
+/** Percentage of `done` iterations out of `total` (0 when unknown), capped at 100. */
+export function percentDone(done: number, total: number, state: string): number {
+  if (state === "succeeded") return 100;
+  return total > 0 ? Math.min(100, (100 * done) / total) : 0;
+}

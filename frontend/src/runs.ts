@@ -1,0 +1,48 @@
+// Entry point of the team's runs page: compare the checked runs, and follow every run's
+// state and latest numbers over the team's WebSocket (/ws/teams/<slug>/runs/).
+import "./runs.css";
+import { percentDone, rowUpdates } from "./runs-table";
+import { connectSocket, wsUrl } from "./socket";
+import type { SocketMessage } from "./types";
+
+function applyRow(table: HTMLElement, msg: SocketMessage): void {
+  if (msg.type !== "run_row") return;
+  const row = table.querySelector<HTMLTableRowElement>(`tr[data-run="${msg.run}"]`);
+  if (!row) return; // not on this page (filtered out, or another page)
+  for (const [cell, text] of Object.entries(rowUpdates(msg))) {
+    const el = row.querySelector<HTMLElement>(`[data-cell="${cell}"]`);
+    if (!el) continue;
+    el.textContent = text;
+    if (cell === "state") {
+      el.className = `badge state-${text}`;
+      row.dataset.state = text;
+      row.querySelector(".queue-position")?.remove();
+    }
+    el.classList.add("updated");
+    window.setTimeout(() => el.classList.remove("updated"), 1200);
+  }
+  const done = Number(row.querySelector('[data-cell="done"]')?.textContent ?? 0);
+  const pct = percentDone(done, Number(row.dataset.total), row.dataset.state ?? "");
+  const bar = row.querySelector<HTMLElement>(".progress span");
+  if (bar) bar.style.width = `${pct.toFixed(0)}%`;
+  bar?.parentElement?.setAttribute("aria-valuenow", pct.toFixed(0));
+}
+
+function wireSelection(form: HTMLFormElement): void {
+  const button = form.querySelector<HTMLButtonElement>("#compare-button");
+  const count = form.querySelector<HTMLElement>("#selected-count");
+  const update = () => {
+    const n = form.querySelectorAll('input[name="runs"]:checked').length;
+    if (button) button.disabled = n < 2;
+    if (count) count.textContent = n ? `${n} selected` : "select two or more runs to compare";
+  };
+  form.addEventListener("change", update);
+  update();
+}
+
+const table = document.getElementById("runs-table");
+const form = document.getElementById("compare-selected") as HTMLFormElement | null;
+if (form) wireSelection(form);
+if (table?.dataset.wsPath) {
+  connectSocket(wsUrl(table.dataset.wsPath), { message: (msg) => applyRow(table, msg) });
+}

@@ -1,0 +1,141 @@
+"""Read a data set file with Hugging Face ``datasets`` (not a parser of ours): JSONL/JSON
+lines, Parquet (pyarrow), or a folder written by ``Dataset.save_to_disk``; the rows then go
+to :mod:`umbra.data.shapes`, which recognises veRL's, TRL's or GSM8K's row shape."""
+from __future__ import annotations
+
+import json
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from umbra.data.gsm8k import MAX_FILE_BYTES, DatasetError
+from umbra.data.problem import Problem
+from umbra.data.shapes import rows_to_problems
+
+JSON_SUFFIXES = (".jsonl", ".json", ".ndjson")
+PARQUET_SUFFIXES = (".parquet", ".pq")
+SPLIT = "train"  # the split taken from a saved DatasetDict
+
+
+@dataclass(frozen=True)
+class LoadedFile:
+    """The problems of one file and the row shape found (``verl``, ``trl`` or ``gsm8k``)."""
+
+    shape: str
+    problems: list[Problem]
+
+
+def is_dataset_path(name: str) -> bool:
+    """Whether ``name`` is an existing file or folder (False for names the file system rejects)."""
+    try:
+        return bool(name) and Path(name).exists()
+    except (OSError, ValueError):
+        return False
+
+
+def _size(p: Path) -> int:
+    return sum(f.stat().st_size for f in p.rglob("*") if f.is_file()) if p.is_dir() else p.stat().st_size
+
+
+def _first_bad_json_line(p: Path) -> str:
+    """Where a JSON-lines file stops parsing, for the error message (pyarrow's own row
+    count is per block and from 0)."""
+    try:
+        with p.open(encoding="utf-8") as fh:
+            for n, line in enumerate(fh, 1):
+                if line.strip():
+                    try:
+                        obj = json.loads(line)
+                    except (ValueError, RecursionError) as exc:
+                        return f"line {n}: not JSON ({getattr(exc, 'msg', 'too deeply nested or too large')})"
+                    if not isinstance(obj, dict):
+                        return f"line {n}: not a JSON object (one row per line, columns as keys)"
+    except UnicodeDecodeError:
+        return "not UTF-8 text"
+    return ""
+
+
+def _unsafe_json(p: Path) -> str:
+    """Why a JSON-lines file must not reach pyarrow's reader, or "": text that is not UTF-8
+    (pyarrow keeps it and fails later, outside our errors) or a line nested too deeply
+    (pyarrow's reader recurses without a limit: 20,000 open brackets kill the process)."""
+    try:
+        with p.open(encoding="utf-8") as fh:
+            for n, line in enumerate(fh, 1):
+                try:
+                    json.loads(line)
+                except RecursionError:
+                    return f"line {n}: nested too deeply"
+                except ValueError:  # not JSON (or a multi-line document): datasets says so
+                    pass
+    except UnicodeDecodeError:
+        return "not UTF-8 text"
+    return ""
+
+
+def _has_text(p: Path) -> bool:
+    with p.open("rb") as fh:
+        return any(line.strip() for line in fh)
+
+
+def _read(p: Path):
+    """The ``datasets.Dataset`` in ``p``. Raises DatasetError for what ``datasets`` cannot read."""
+    import datasets
+
+    datasets.disable_progress_bars()
+    datasets.logging.set_verbosity(datasets.logging.CRITICAL)  # our DatasetError says it once
+    if p.is_dir():
+        try:
+            ds = datasets.load_from_disk(str(p), keep_in_memory=True)
+        except Exception as exc:  # noqa: BLE001 -- a folder of anything: FileNotFoundError, JSON, Arrow errors
+            raise DatasetError(f"{p}: not a folder written by datasets' save_to_disk ({str(exc)[:300]})") from None
+        if isinstance(ds, datasets.DatasetDict):
+            if SPLIT not in ds and len(ds) != 1:
+                raise DatasetError(f"{p}: a DatasetDict without a '{SPLIT}' split (splits: {', '.join(ds)})")
+            ds = ds[SPLIT] if SPLIT in ds else next(iter(ds.values()))
+        return ds
+    suffix = p.suffix.lower()
+    if suffix not in JSON_SUFFIXES + PARQUET_SUFFIXES:
+        raise DatasetError(f"{p}: unknown file type '{suffix}'; use .jsonl, .parquet or a save_to_disk folder")
+    if suffix in JSON_SUFFIXES and not _has_text(p):
+        raise DatasetError(f"{p}: no problems in the file")
+    if suffix in JSON_SUFFIXES and (why := _unsafe_json(p)):
+        raise DatasetError(f"{p}: cannot be read as JSON lines: {why}")
+    with tempfile.TemporaryDirectory(prefix="umbra-datasets-") as cache:  # nothing left in ~/.cache
+        try:
+            if suffix in PARQUET_SUFFIXES:
+                return datasets.Dataset.from_parquet(str(p), cache_dir=cache, keep_in_memory=True)
+            return datasets.Dataset.from_json(str(p), cache_dir=cache, keep_in_memory=True)
+        except Exception as exc:  # noqa: BLE001 -- datasets wraps pyarrow's errors in several types
+            cause = exc.__cause__ or exc
+            where = _first_bad_json_line(p) if suffix in JSON_SUFFIXES else ""
+            kind = "JSON lines" if suffix in JSON_SUFFIXES else "Parquet"
+            raise DatasetError(f"{p}: cannot be read as {kind}: {where or str(cause)[:300]}") from None
+
+
+def load_file(path: str | Path) -> LoadedFile:
+    """Every problem of the file or ``save_to_disk`` folder at ``path``, and its row shape.
+
+    Raises:
+        DatasetError: missing or oversized, unreadable, no known row shape (naming the
+        columns found and expected), or a bad row (naming its number, from 1).
+    """
+    p = Path(path)
+    if not is_dataset_path(str(p)):
+        raise DatasetError(f"no such file or folder: {p}")
+    if _size(p) > MAX_FILE_BYTES:
+        raise DatasetError(f"{p} is larger than {MAX_FILE_BYTES // 2**20} MiB")
+    ds = _read(p)
+    if len(ds) == 0:
+        raise DatasetError(f"{p}: no rows")
+    try:
+        rows = ds.to_list()
+    except UnicodeDecodeError:  # a Parquet string column holding bytes that are not UTF-8
+        raise DatasetError(f"{p}: a text column holds bytes that are not UTF-8") from None
+    try:
+        shape, problems = rows_to_problems(ds.column_names, rows)
+    except DatasetError as exc:
+        # datasets reads a file of JSON lines that are not objects as one "text" column: say which line
+        where = _first_bad_json_line(p) if p.suffix.lower() in JSON_SUFFIXES else ""
+        raise DatasetError(f"{p}: {where or exc}") from None
+    return LoadedFile(shape, problems)

@@ -1,0 +1,203 @@
+"""A process pool for reward functions with a per-call timeout (ours; the standard library's
+``concurrent.futures`` cannot stop a call that hangs).
+
+Each worker is a spawned process that loads the run's reward once and answers one call at a
+time in its main thread (math-verify bounds parsing with a signal alarm, which only works
+there). A call that raises, returns something other than a finite number (or a dict with
+one as ``score``), or runs past ``timeout_s`` is an :class:`Outcome` with ``error`` set and
+score 0; a worker that timed out or died is killed and replaced. Nothing here raises for a
+bad reward: a reward never kills the run.
+"""
+from __future__ import annotations
+
+import math
+import multiprocessing as mp
+import numbers
+import re
+import time
+import traceback
+from collections import deque
+from dataclasses import dataclass, field
+from multiprocessing.connection import wait
+
+STARTUP_TIMEOUT_S = 120.0  # spawning and importing the reward (math-verify, sympy) on a busy machine
+MAX_EXTRA_KEYS = 16
+_KEY = re.compile(r"[^a-z0-9_]+")
+
+
+@dataclass
+class Outcome:
+    """One call's result: ``score`` (0.0 on error), extra numbers of a dict result, and on
+    failure ``error`` (first traceback lines) with ``error_key`` (its last line: one per distinct error)."""
+
+    score: float = 0.0
+    extras: dict[str, float] = field(default_factory=dict)
+    error: str | None = None
+    error_key: str | None = None
+
+
+def _builtin(name: str):
+    """A built-in reward in veRL's signature."""
+    if name == "math":
+        from umbra.rewards.math_answer import math_reward as fn
+    elif name == "gsm8k-strict":
+        from umbra.rewards.gsm8k_strict import gsm8k_strict_reward as fn
+    else:
+        from umbra.rewards.exact import exact_reward as fn
+    return lambda data_source, solution_str, ground_truth, extra_info: fn(solution_str, ground_truth)
+
+
+def _load(spec: str):
+    from umbra.rewards.custom import BUILTIN_REWARDS, load_function
+    return _builtin(spec) if spec in BUILTIN_REWARDS else load_function(spec)
+
+
+def _number(value, what: str) -> float:
+    if isinstance(value, numbers.Real):
+        out = float(value)
+        if math.isfinite(out):
+            return out
+        raise ValueError(f"reward {what} is {out}, not a finite number")
+    raise TypeError(f"reward {what} is a {type(value).__name__} ({str(value)[:60]!r}), not a number")
+
+
+def normalise_result(value) -> tuple[float, dict[str, float]]:
+    """``(score, extras)`` of a reward's return value (veRL: a float, or a dict with ``score``
+    and extra numbers; extras that are not finite numbers are left out). Raises on a bad score."""
+    if isinstance(value, dict):
+        if "score" not in value:
+            raise KeyError(f"reward returned a dict without 'score' (keys: {sorted(map(str, value))[:8]})")
+        extras = {}
+        for k, v in value.items():
+            key = _KEY.sub("_", str(k).lower()).strip("_")[:40]
+            if k != "score" and key and len(extras) < MAX_EXTRA_KEYS and isinstance(v, numbers.Real) \
+                    and math.isfinite(float(v)):
+                extras[key] = float(v)
+        return _number(value["score"], "score"), extras
+    return _number(value, "result"), {}
+
+
+def _error(exc: BaseException) -> tuple[str, str]:
+    """``(text, key)``: the error line, then the traceback's first lines in the reward's own
+    code (our frames and importlib's left out); ``key`` is the error line."""
+    key = "".join(traceback.format_exception_only(type(exc), exc)).strip().splitlines()[-1]
+    frames = [f for f in traceback.extract_tb(exc.__traceback__)
+              if not f.filename.startswith("<frozen") and "umbra/rewards/" not in f.filename.replace("\\", "/")]
+    lines = "".join(traceback.format_list(frames)).rstrip().splitlines()
+    return "\n".join([key, "Traceback (most recent call last):", *lines[:10]]), key
+
+
+def _worker(conn, spec: str) -> None:
+    """A pool worker's main loop: load ``spec``, then answer ``args`` tuples until None / EOF."""
+    try:
+        fn, load_error = _load(spec), None
+    except Exception as exc:  # reported with every call: the run goes on with score 0
+        fn, load_error = None, _error(exc)
+    conn.send("ready")
+    while True:
+        try:
+            args = conn.recv()
+        except (EOFError, OSError):
+            return
+        if args is None:
+            return
+        if load_error:
+            conn.send(("err", *load_error))
+            continue
+        try:
+            value = fn(*args)
+        except Exception as exc:
+            conn.send(("err", *_error(exc)))
+            continue
+        try:
+            conn.send(("ok", *normalise_result(value)))
+        except Exception as exc:  # a bad result: its message says what came back
+            conn.send(("err", f"{type(exc).__name__}: {exc}", f"{type(exc).__name__}: {exc}"))
+
+
+class _Proc:
+    def __init__(self, ctx, spec: str):
+        self.conn, child = ctx.Pipe()
+        self.proc = ctx.Process(target=_worker, args=(child, spec), daemon=True, name="umbra-reward")
+        self.proc.start()
+        child.close()
+
+    def ready(self, timeout: float) -> bool:
+        try:
+            return self.conn.poll(timeout) and self.conn.recv() == "ready"
+        except (EOFError, OSError):
+            return False
+
+    def kill(self) -> None:
+        self.proc.kill()
+        self.proc.join(5)
+        self.conn.close()
+
+
+class RewardPool:
+    """``workers`` processes scoring with reward ``spec`` (a built-in name or ``file.py:function``)."""
+
+    def __init__(self, spec: str, workers: int = 2, timeout_s: float = 10.0):
+        self.spec, self.timeout_s = spec, timeout_s
+        self._ctx = mp.get_context("spawn")  # never fork a Ray driver
+        self._procs = [_Proc(self._ctx, spec) for _ in range(max(1, workers))]
+        for i, p in enumerate(self._procs):
+            if not p.ready(STARTUP_TIMEOUT_S):
+                self._procs[i] = self._restart(p)
+
+    def _restart(self, p: _Proc) -> _Proc:
+        p.kill()
+        new = _Proc(self._ctx, self.spec)
+        new.ready(STARTUP_TIMEOUT_S)  # if even this fails, its calls fail as "died" and are replaced again
+        return new
+
+    def score(self, calls: list[tuple]) -> list[Outcome]:
+        """One Outcome per ``(data_source, solution_str, ground_truth, extra_info)`` call, in order."""
+        results: list[Outcome | None] = [None] * len(calls)
+        pending = deque(enumerate(calls))
+        busy: dict[int, tuple[int, float]] = {}  # proc index -> (call index, deadline)
+        while pending or busy:
+            for i, p in enumerate(self._procs):
+                if i not in busy and pending:
+                    n, args = pending.popleft()
+                    try:
+                        p.conn.send(args)
+                        busy[i] = (n, time.monotonic() + self.timeout_s)
+                    except Exception as exc:  # a dead worker (OSError) or an input that does not pickle
+                        results[n] = Outcome(error=f"reward call could not be sent: {exc}",
+                                             error_key=f"reward call could not be sent: {type(exc).__name__}")
+                        if isinstance(exc, OSError):
+                            self._procs[i] = self._restart(p)
+            if not busy:  # every call just handed out failed to send
+                continue
+            first_deadline = min(d for _, d in busy.values())
+            ready = wait([self._procs[i].conn for i in busy], max(0.0, first_deadline - time.monotonic()))
+            for i in list(busy):
+                p, (n, deadline) = self._procs[i], busy[i]
+                if p.conn in ready:
+                    del busy[i]
+                    try:
+                        kind, a, b = p.conn.recv()
+                        results[n] = Outcome(score=a, extras=b) if kind == "ok" else Outcome(error=a, error_key=b)
+                    except (EOFError, OSError):
+                        code = p.proc.exitcode
+                        results[n] = Outcome(error=f"reward process died (exit code {code})",
+                                             error_key=f"reward process died (exit code {code})")
+                        self._procs[i] = self._restart(p)
+                elif time.monotonic() >= deadline:
+                    del busy[i]
+                    msg = f"reward call timed out after {self.timeout_s:g} s (the call was stopped)"
+                    results[n] = Outcome(error=msg, error_key=msg)
+                    self._procs[i] = self._restart(p)
+        return results  # type: ignore[return-value]
+
+    def close(self) -> None:
+        for p in self._procs:
+            try:
+                p.conn.send(None)
+            except (OSError, ValueError):
+                pass
+            p.proc.join(2)
+            if p.proc.is_alive():
+                p.proc.kill()
+            p.conn.close()
