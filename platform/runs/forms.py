@@ -147,7 +147,7 @@ class RunForm(forms.Form):
             path = Path(folder) / f"upload{self.dataset_suffix}"
             path.write_bytes(raw)
             try:
-                loaded = load_file(path)
+                loaded = load_file(path, max_rows=MAX_DATASET_ROWS)
             except DatasetError as exc:
                 raise forms.ValidationError(str(exc).replace(str(path), upload.name[:200])) from None
         if len(loaded.problems) > MAX_DATASET_ROWS:

@@ -66,7 +66,8 @@ def _open_dashboard(pw, url: str, run):
         "--disable-sync", "--no-first-run"])
     page = browser.new_page()
     series_gets: list[float] = []  # monotonic times of the page's back-fill GETs
-    page.on("request", lambda r: series_gets.append(time.monotonic()) if r.url.endswith("/series.json") else None)
+    page.on("request", lambda r: series_gets.append(time.monotonic())
+            if r.url.split("?")[0].endswith("/series.json") else None)
     page.goto(f"{url}/accounts/login/?next=/runs/{run.pk}/")
     page.fill("#id_username", "alice")
     page.fill("#id_password", "pw-alpha-123")

@@ -65,7 +65,7 @@ def _unsafe_json(p: Path) -> str:
                 try:
                     json.loads(line)
                 except RecursionError:
-                    return f"line {n}: nested too deeply"
+                    return f"line {n}: not JSON (too deeply nested or too large)"
                 except ValueError:  # not JSON (or a multi-line document): datasets says so
                     pass
     except UnicodeDecodeError:
@@ -73,12 +73,22 @@ def _unsafe_json(p: Path) -> str:
     return ""
 
 
+def _parquet_rows(p: Path) -> int | None:
+    """Rows in a Parquet file's footer, or None when it has none that reads (datasets then says why)."""
+    import pyarrow.parquet as pq
+
+    try:
+        return pq.read_metadata(p).num_rows
+    except Exception:  # noqa: BLE001 -- pyarrow's errors for a file that is not Parquet
+        return None
+
+
 def _has_text(p: Path) -> bool:
     with p.open("rb") as fh:
         return any(line.strip() for line in fh)
 
 
-def _read(p: Path):
+def _read(p: Path, max_rows: int | None = None):
     """The ``datasets.Dataset`` in ``p``. Raises DatasetError for what ``datasets`` cannot read."""
     import datasets
 
@@ -101,6 +111,11 @@ def _read(p: Path):
         raise DatasetError(f"{p}: no problems in the file")
     if suffix in JSON_SUFFIXES and (why := _unsafe_json(p)):
         raise DatasetError(f"{p}: cannot be read as JSON lines: {why}")
+    rows = _parquet_rows(p) if suffix in PARQUET_SUFFIXES else None
+    if rows == 0:  # datasets' own message: "BatchSize must be greater than 0"
+        raise DatasetError(f"{p}: no rows")
+    if rows is not None and max_rows is not None and rows > max_rows:  # 20 M rows fit in a 60 KB file
+        raise DatasetError(f"{p}: {rows:,} rows; at most {max_rows:,}")
     with tempfile.TemporaryDirectory(prefix="umbra-datasets-") as cache:  # nothing left in ~/.cache
         try:
             if suffix in PARQUET_SUFFIXES:
@@ -113,8 +128,9 @@ def _read(p: Path):
             raise DatasetError(f"{p}: cannot be read as {kind}: {where or str(cause)[:300]}") from None
 
 
-def load_file(path: str | Path) -> LoadedFile:
-    """Every problem of the file or ``save_to_disk`` folder at ``path``, and its row shape.
+def load_file(path: str | Path, max_rows: int | None = None) -> LoadedFile:
+    """Every problem of the file or ``save_to_disk`` folder at ``path``, and its row shape;
+    ``max_rows``: refuse more rows than that before they become Python objects (uploads).
 
     Raises:
         DatasetError: missing or oversized, unreadable, no known row shape (naming the
@@ -125,9 +141,11 @@ def load_file(path: str | Path) -> LoadedFile:
         raise DatasetError(f"no such file or folder: {p}")
     if _size(p) > MAX_FILE_BYTES:
         raise DatasetError(f"{p} is larger than {MAX_FILE_BYTES // 2**20} MiB")
-    ds = _read(p)
+    ds = _read(p, max_rows)
     if len(ds) == 0:
         raise DatasetError(f"{p}: no rows")
+    if max_rows is not None and len(ds) > max_rows:
+        raise DatasetError(f"{p}: {len(ds):,} rows; at most {max_rows:,}")
     try:
         rows = ds.to_list()
     except UnicodeDecodeError:  # a Parquet string column holding bytes that are not UTF-8

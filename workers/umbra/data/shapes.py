@@ -103,6 +103,9 @@ def trl_row(row: dict, n: int) -> Problem:
     """A TRL-shaped row: a string prompt (kept plain) or chat messages; the other columns
     become ``extra_info``. Raises DatasetError naming the row."""
     prompt = row.get("prompt")
+    if prompt is None:  # datasets fills a column that some rows lack with None
+        raise DatasetError(f"row {n}: no 'prompt' (every row of a file needs the same shape: "
+                           f"{expected_text()})")
     if isinstance(prompt, str):
         if not prompt.strip():
             raise DatasetError(f"row {n}: prompt is empty")

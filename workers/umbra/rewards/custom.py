@@ -9,6 +9,7 @@ rule (``UMBRA_REWARD_DIRS``, checked with :func:`outside_dirs`).
 from __future__ import annotations
 
 import ast
+import hashlib
 import importlib.util
 import os
 from pathlib import Path
@@ -25,13 +26,21 @@ def split_spec(spec: str) -> tuple[str, str]:
     return path, func
 
 
+def _is_file(p: Path) -> bool:
+    """``p.is_file()``, False for names the file system refuses (too long, NUL)."""
+    try:
+        return p.is_file()
+    except (OSError, ValueError):
+        return False
+
+
 def resolve_in_dirs(spec: str, dirs: list[str]) -> str:
     """``spec`` with a relative file path made absolute against the first of ``dirs`` that
     holds it (an absolute one is kept); the result may still lie outside ``dirs``."""
     path, func = split_spec(spec)
     if not os.path.isabs(path):
         for d in dirs:
-            if (Path(d) / path).is_file():
+            if _is_file(Path(d) / path):
                 return f"{Path(d) / path}:{func}"
     return spec
 
@@ -58,7 +67,7 @@ def check_reward(spec: str) -> None:
         return
     path, func = split_spec(spec)
     p = Path(path)
-    if not p.is_file():
+    if not _is_file(p):
         raise ValueError(f"reward file '{path[:200]}' does not exist")
     try:
         tree = ast.parse(p.read_bytes(), filename=str(p))
@@ -73,7 +82,9 @@ def check_reward(spec: str) -> None:
 def load_function(spec: str):
     """The callable named by ``file.py:function`` (runs the file). Raises on a missing one."""
     path, func = split_spec(spec)
-    module_spec = importlib.util.spec_from_file_location(f"umbra_reward_{abs(hash(path))}", path)
+    # a stable name (hash() differs per process): the same error reads the same in every pool worker
+    name = f"umbra_reward_{hashlib.sha256(path.encode()).hexdigest()[:12]}"
+    module_spec = importlib.util.spec_from_file_location(name, path)
     if module_spec is None or module_spec.loader is None:
         raise ImportError(f"cannot load reward file {path}")
     module = importlib.util.module_from_spec(module_spec)

@@ -54,7 +54,10 @@ def _load(spec: str):
 
 def _number(value, what: str) -> float:
     if isinstance(value, numbers.Real):
-        out = float(value)
+        try:
+            out = float(value)
+        except (OverflowError, ValueError):
+            raise ValueError(f"reward {what} is too large for a float") from None
         if math.isfinite(out):
             return out
         raise ValueError(f"reward {what} is {out}, not a finite number")
@@ -70,9 +73,13 @@ def normalise_result(value) -> tuple[float, dict[str, float]]:
         extras = {}
         for k, v in value.items():
             key = _KEY.sub("_", str(k).lower()).strip("_")[:40]
-            if k != "score" and key and len(extras) < MAX_EXTRA_KEYS and isinstance(v, numbers.Real) \
-                    and math.isfinite(float(v)):
-                extras[key] = float(v)
+            if k != "score" and key and len(extras) < MAX_EXTRA_KEYS and isinstance(v, numbers.Real):
+                try:
+                    number = float(v)
+                except (OverflowError, ValueError):  # an int of 400 digits: left out like a NaN
+                    continue
+                if math.isfinite(number):
+                    extras[key] = number
         return _number(value["score"], "score"), extras
     return _number(value, "result"), {}
 
@@ -91,7 +98,7 @@ def _worker(conn, spec: str) -> None:
     """A pool worker's main loop: load ``spec``, then answer ``args`` tuples until None / EOF."""
     try:
         fn, load_error = _load(spec), None
-    except Exception as exc:  # reported with every call: the run goes on with score 0
+    except BaseException as exc:  # noqa: BLE001 -- sys.exit() at import too: reported with every call, score 0
         fn, load_error = None, _error(exc)
     conn.send("ready")
     while True:
@@ -139,16 +146,23 @@ class RewardPool:
 
     def __init__(self, spec: str, workers: int = 2, timeout_s: float = 10.0):
         self.spec, self.timeout_s = spec, timeout_s
+        # Set once a replacement worker could not load the reward either (its file hangs or exits
+        # at import): every later call fails at once with it, instead of waiting out each start-up.
+        self.load_error: str | None = None
         self._ctx = mp.get_context("spawn")  # never fork a Ray driver
         self._procs = [_Proc(self._ctx, spec) for _ in range(max(1, workers))]
         for i, p in enumerate(self._procs):
-            if not p.ready(STARTUP_TIMEOUT_S):
+            if self.load_error is None and not p.ready(STARTUP_TIMEOUT_S):
                 self._procs[i] = self._restart(p)
 
     def _restart(self, p: _Proc) -> _Proc:
         p.kill()
         new = _Proc(self._ctx, self.spec)
-        new.ready(STARTUP_TIMEOUT_S)  # if even this fails, its calls fail as "died" and are replaced again
+        if self.load_error is None and not new.ready(STARTUP_TIMEOUT_S):
+            new.proc.join(0.5)
+            self.load_error = (f"reward did not load within {STARTUP_TIMEOUT_S:g} s (does its file hang at import?)"
+                               if new.proc.exitcode is None else
+                               f"reward process exited while loading the reward (exit code {new.proc.exitcode})")
         return new
 
     def score(self, calls: list[tuple]) -> list[Outcome]:
@@ -157,6 +171,8 @@ class RewardPool:
         pending = deque(enumerate(calls))
         busy: dict[int, tuple[int, float]] = {}  # proc index -> (call index, deadline)
         while pending or busy:
+            while self.load_error and pending:  # no worker can load it: fail at once
+                results[pending.popleft()[0]] = Outcome(error=self.load_error, error_key=self.load_error)
             for i, p in enumerate(self._procs):
                 if i not in busy and pending:
                     n, args = pending.popleft()
@@ -180,6 +196,7 @@ class RewardPool:
                         kind, a, b = p.conn.recv()
                         results[n] = Outcome(score=a, extras=b) if kind == "ok" else Outcome(error=a, error_key=b)
                     except (EOFError, OSError):
+                        p.proc.join(1)  # reaped, so that its exit code is known
                         code = p.proc.exitcode
                         results[n] = Outcome(error=f"reward process died (exit code {code})",
                                              error_key=f"reward process died (exit code {code})")

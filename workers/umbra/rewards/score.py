@@ -8,6 +8,7 @@ from umbra.rewards.pool import RewardPool
 
 NOTE_CHARS = 990  # a job note holds at most 1000 characters (umbra.telemetry.wire)
 MAX_NOTES = 20  # distinct errors noted per run; later ones are only counted
+MAX_EXTRA_METRICS = 16  # distinct reward/extra/<key> metrics per run (a batch holds at most 10,000 points)
 
 
 class Scorer:
@@ -24,6 +25,7 @@ class Scorer:
         self.pool = RewardPool(reward, workers or min(4, os.cpu_count() or 1), timeout_s)
         self._seen: set[str] = set()
         self._notes: list[str] = []
+        self._extra_keys: set[str] = set()  # the first MAX_EXTRA_METRICS keys seen; later ones are dropped
 
     def score_texts(self, texts: list[str], problems: list) -> tuple[list[float], dict[str, float]]:
         """Rewards of ``texts[i]`` against ``problems[i]``, and ``reward/errors`` and the
@@ -34,13 +36,17 @@ class Scorer:
         errors = 0
         for o in outcomes:
             for k, v in o.extras.items():
-                extras.setdefault(k, []).append(v)
+                if k not in self._extra_keys and len(self._extra_keys) < MAX_EXTRA_METRICS:
+                    self._extra_keys.add(k)
+                if k in self._extra_keys:
+                    extras.setdefault(k, []).append(v)
             if o.error is not None:
                 errors += 1
                 if o.error_key not in self._seen and len(self._seen) < MAX_NOTES:
                     self._seen.add(o.error_key)
+                    text = o.error.replace("\x00", "\\x00")  # NUL in a note: the batch would be refused
                     self._notes.append(f"reward error, scored 0 (more of this kind are only counted in "
-                                       f"reward/errors): {o.error}"[:NOTE_CHARS])
+                                       f"reward/errors): {text}"[:NOTE_CHARS])
         metrics = {"reward/errors": float(errors),
                    **{f"reward/extra/{k}": sum(v) / len(v) for k, v in sorted(extras.items())}}
         return [o.score for o in outcomes], metrics

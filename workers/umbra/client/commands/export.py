@@ -29,8 +29,11 @@ def run(args: argparse.Namespace) -> int:
     """Write the model files into ``args.dir``; prints the folder; returns 0.
     Raises CliError for a non-empty DIR, ApiError for a refused or failed download."""
     out = Path(args.dir)
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise CliError(f"{out} exists and is not an empty folder", EXIT_USAGE)
+    try:
+        if out.exists() and (not out.is_dir() or any(out.iterdir())):
+            raise CliError(f"{out} exists and is not an empty folder", EXIT_USAGE)
+    except OSError as exc:  # a folder we may not list
+        raise CliError(f"cannot use {out}: {exc.strerror or exc}", EXIT_USAGE) from None
     client = connect()
     url = client.absolute(f"/api/runs/{args.run}/model.tar")
     try:
@@ -39,9 +42,16 @@ def run(args: argparse.Namespace) -> int:
             if resp.status_code >= 400:
                 err = error_from_response(resp)
                 raise err.with_prefix(f"run {args.run}")
-            out.mkdir(parents=True, exist_ok=True)
-            resp.raw.decode_content = True
-            count = _extract(resp.raw, out)
+            try:
+                out.mkdir(parents=True, exist_ok=True)
+                resp.raw.decode_content = True
+                count = _extract(resp.raw, out)
+            except OSError as exc:  # not writable, a file in the way, the disk full
+                raise CliError(f"cannot write the model into {out}: {exc.strerror or exc}"
+                               f"{f' ({exc.filename})' if exc.filename else ''}", EXIT_USAGE) from None
+            except tarfile.TarError as exc:  # the server stopped mid-stream
+                raise ApiError(f"download of run {args.run}'s model was cut short ({exc}); "
+                               f"remove {out} and try again") from None
     except requests.exceptions.RequestException as exc:
         raise ApiError(f"download of run {args.run}'s model failed: {exc}") from None
     print(f"run {args.run}: {count} files written to {out}")
