@@ -8,7 +8,7 @@ from __future__ import annotations
 from django.db import transaction
 from django.utils import timezone
 
-from runs.models import Run
+from runs.models import Experiment, Run
 from runs.services import create_run
 from umbra.config import RunConfig
 
@@ -36,9 +36,13 @@ def launch_ab(user, team, experiment: str, config: RunConfig, ablations: list[tu
     All or nothing: raises SubmissionRefused (nothing stored) when the team's or the
     user's limits refuse any of them.
     """
-    name = ab_experiment_name(experiment)
+    stamp = ab_experiment_name(experiment)
     runs: list[Run] = []
     with transaction.atomic():  # create_run's pump request fires once this commits
+        # two launches within one second must not share an experiment (their runs would mix)
+        name, n = stamp, 2
+        while Experiment.objects.filter(team=team, name=name).exists():
+            name, n = f"{stamp} ({n})", n + 1
         for label, cfg in ab_configs(config, ablations):
             run = create_run(user, team, name, cfg)
             if runs:

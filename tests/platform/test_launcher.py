@@ -136,6 +136,23 @@ def test_ab_queues_baseline_then_seer_and_the_second_waits_for_the_first(client,
     assert done.status_code == 302 and done["Location"] == f"/compare/?runs={base.pk}%2C{seer.pk}%2C{ablation.pk}"
 
 
+def test_two_ab_launches_in_one_second_get_an_experiment_each(client, team_user, monkeypatch):
+    from datetime import datetime, timezone as tz
+
+    from runs import ab
+
+    team, user = team_user
+    client.force_login(user)
+    monkeypatch.setattr(ab.timezone, "now", lambda: datetime(2026, 12, 1, 23, 10, 5, tzinfo=tz.utc))
+    for _ in range(2):
+        assert _post(client, team, ab="1").status_code == 302
+    runs = list(Run.objects.order_by("pk"))
+    names = [r.experiment.name for r in runs]
+    assert len(runs) == 4 and names[0] == names[1] != names[2] == names[3], names
+    assert names[2].endswith("A/B 2026-12-01 23:10:05 (2)")
+    assert runs[2].after_id is None and runs[3].after_id == runs[2].pk  # each pair is its own chain
+
+
 def test_a_run_waiting_for_another_blocks_nobody_behind_it(client, team_user):
     team, user = team_user
     client.force_login(user)
