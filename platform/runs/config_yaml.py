@@ -1,34 +1,18 @@
 """A run config as YAML (ours): read a pasted or uploaded mapping of RunConfig fields
-(pyyaml's safe loader) with a message for anything that is not one, and write one."""
+(``umbra.config_yaml.ConfigLoader``, the CLI's too) with a message for anything that is not one, and write one."""
 from __future__ import annotations
 
 from typing import Any
 
 import yaml
 
+from umbra.config_yaml import ConfigLoader
+
 MAX_YAML_BYTES = 64 * 1024
 
 
 class ConfigYamlError(ValueError):
     """The text is not a YAML mapping of run-config fields; the message says why."""
-
-
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """pyyaml's safe loader, refusing a key given twice (pyyaml keeps the last one silently)."""
-
-    def construct_mapping(self, node, deep=False):
-        seen = set()
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=deep)
-            try:
-                duplicate = key in seen
-                seen.add(key)
-            except TypeError:  # an unhashable key: pyyaml's own error follows
-                break
-            if duplicate:
-                raise yaml.constructor.ConstructorError(None, None, f"key {str(key)[:60]!r} is given twice",
-                                                        key_node.start_mark)
-        return super().construct_mapping(node, deep=deep)
 
 
 def parse_config_yaml(text: str | bytes, known: set[str]) -> dict[str, Any]:
@@ -47,7 +31,7 @@ def parse_config_yaml(text: str | bytes, known: set[str]) -> dict[str, Any]:
     if len(text.encode("utf-8")) > MAX_YAML_BYTES:
         raise ConfigYamlError(f"YAML is longer than {MAX_YAML_BYTES:,} bytes")
     try:
-        data = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 -- a SafeLoader
+        data = yaml.load(text, Loader=ConfigLoader)  # noqa: S506 -- a SafeLoader
     except (ValueError, RecursionError, OverflowError) as exc:  # an integer of 5,000 digits, nesting too deep
         raise ConfigYamlError(f"YAML could not be read: {str(exc)[:120] or type(exc).__name__}") from None
     except yaml.YAMLError as exc:

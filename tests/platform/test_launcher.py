@@ -50,10 +50,11 @@ def test_form_page_draws_sections_with_help_beside_and_errors_under_their_field(
 def test_yaml_paste_fills_the_fields_and_is_validated_like_the_form(client, team_user):
     team, user = team_user
     client.force_login(user)
-    resp = _post(client, team, config_yaml="rollout_policy: seer\ngroup_size: 6\nspec_decoding: true\n")
+    resp = _post(client, team, config_yaml="rollout_policy: seer\ngroup_size: 6\nspec_decoding: true\nlearning_rate: 3e-6\n")
     assert resp.status_code == 302
     config = Run.objects.get().config
     assert (config["rollout_policy"], config["group_size"], config["spec_decoding"]) == ("seer", 6, True)
+    assert config["learning_rate"] == 3e-6  # 1e-6 reads as a number, as in the CLI's files
     resp = _post(client, team, config_yaml="group_size: 1\n")
     assert resp.status_code == 400 and "greater than or equal to 2" in " ".join(resp.context["form"].errors["group_size"])
     assert Run.objects.count() == 1

@@ -132,6 +132,7 @@ def test_an_empty_file_is_all_defaults(tmp_path):
     ("model: [tiny\n", "invalid YAML (line 2"),
     ("- model\n- tiny\n", "expected a mapping"),
     ("team: ''\nmodel: tiny\n", "`team` must be a non-empty name"),
+    ("model: tiny\nmodel: smollm2\n", "key 'model' is given twice"),  # the form's YAML loader too
 ])
 def test_unreadable_submissions_are_usage_errors(tmp_path, content, needle):
     f = tmp_path / "bad.yaml"

@@ -10,24 +10,15 @@ The file holds ``RunConfig`` fields at the top level plus optional ``team`` and
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
 
 from umbra.client.errors import UsageError
+from umbra.config_yaml import ConfigLoader
 
 SUBMISSION_KEYS = ("team", "experiment")
-
-
-class _Loader(yaml.SafeLoader):
-    """SafeLoader that reads ``1e-6`` as a number: YAML 1.1 takes it for a string, which the
-    server's strict check (JSON types) would refuse for ``learning_rate``."""
-
-
-_Loader.add_implicit_resolver("tag:yaml.org,2002:float",
-                              re.compile(r"^[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"), list("-+0123456789"))
 
 
 @dataclass(frozen=True)
@@ -63,7 +54,7 @@ def load_submission(path: str, team: str | None = None, experiment: str | None =
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"{path}: cannot read ({exc})") from None
     try:
-        data = yaml.load(text, Loader=_Loader)  # a SafeLoader: no Python objects
+        data = yaml.load(text, Loader=ConfigLoader)  # a SafeLoader: no Python objects
     except RecursionError:
         raise UsageError(f"{path}: invalid YAML: nested too deeply") from None
     except yaml.YAMLError as exc:
