@@ -8,12 +8,16 @@ MODEL ?= smollm2
 PYTEST_ARGS ?=
 export VLLM_CPU_KVCACHE_SPACE ?= 1
 
-.PHONY: setup demo test test-fast browser openapi fuzz-api bench-compare bench-live
+.PHONY: setup demo learn test test-fast browser openapi fuzz-api bench-compare bench-live
 setup:
 	@bash scripts/setup.sh
 
 demo: setup
 	@DATA="$(if $(wildcard $(DATA)),$(abspath $(DATA)),$(DATA))" MODEL="$(MODEL)" bash scripts/demo.sh
+
+# The learning curve of README's "Proof that it learns": SmolLM2-135M on arith-easy (about an hour).
+learn: setup
+	@CONFIG=examples/learn.yaml bash scripts/demo.sh
 
 browser:
 	@command -v chromium >/dev/null || (echo "==> installing Debian chromium for browser tests" && \

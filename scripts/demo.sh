@@ -17,8 +17,15 @@ export UMBRA_PLATFORM_URL=${UMBRA_PLATFORM_URL:-http://127.0.0.1:$PORT}
 # The local head listens on loopback only; set RAY_AUTH_MODE=token for a shared machine.
 export RAY_AUTH_MODE=${RAY_AUTH_MODE:-disabled}
 DATA=${DATA:-arith}
-if [ "$DATA" != arith ] && [ ! -f "$DATA" ]; then  # say so before anything starts
-  echo "make demo: DATA=$DATA is not a file (give a GSM8K-style JSONL path, relative to $PWD, or arith)" >&2
+case "$DATA" in arith|arith-easy|countdown) ;; *)  # a generated set, else a file: say so before anything starts
+  if [ ! -f "$DATA" ]; then
+    echo "make demo: DATA=$DATA is not a file (give a GSM8K-style JSONL path, relative to $PWD, or arith)" >&2
+    exit 2
+  fi;;
+esac
+CONFIG=${CONFIG:-}  # a run config YAML whose fields replace the demo's (make learn: examples/learn.yaml)
+if [ -n "$CONFIG" ] && [ ! -f "$CONFIG" ]; then
+  echo "make demo: CONFIG=$CONFIG is not a file" >&2
   exit 2
 fi
 # Runs submitted in the browser may name files of the demo data's folder.
@@ -33,6 +40,15 @@ cleanup() {
   echo; echo "==> stopping"
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   if [ -n "$raygroup" ]; then  # the head and everything it started (actors, vLLM engines)
+    # A job's driver runs in a session of its own, outside the head's group: stop the jobs first.
+    timeout 20 python - "$UMBRA_LOCAL_RAY_DASHBOARD" <<'PY' >/dev/null 2>&1 || true
+import sys
+from ray.job_submission import JobStatus, JobSubmissionClient
+client = JobSubmissionClient(sys.argv[1])
+for job in client.list_jobs():
+    if job.submission_id and job.status in (JobStatus.PENDING, JobStatus.RUNNING):
+        client.stop_job(job.submission_id)
+PY
     kill -TERM -- "-$raygroup" 2>/dev/null || true
     for i in $(seq 1 10); do kill -0 -- "-$raygroup" 2>/dev/null || break; sleep 1; done
     kill -KILL -- "-$raygroup" 2>/dev/null || true
@@ -67,10 +83,11 @@ daphne -b 127.0.0.1 -p "$PORT" umbra_site.asgi:application >$LOGS/web.log 2>&1 &
 celery -A umbra_site worker -c 2 --loglevel=INFO >$LOGS/worker.log 2>&1 & pids+=($!)
 for i in $(seq 1 30); do curl -s -o /dev/null "http://127.0.0.1:$PORT/accounts/login/" && break; sleep 1; done
 
-echo "==> demo run on '$DATA' (first iteration: starting vLLM instances and the trainer)"
+echo "==> demo run on '${CONFIG:-$DATA}' (first iteration: starting vLLM instances and the trainer)"
 # In the background + wait, so that Ctrl-C/TERM reach the cleanup trap at once (a
 # background child of a script ignores SIGINT, so cleanup TERMs it with the rest).
-python manage.py umbra_demo --data "$DATA" --model "$MODEL" --base-url "http://127.0.0.1:$PORT" --follow &
+python manage.py umbra_demo --data "$DATA" --model "$MODEL" ${CONFIG:+--config "$CONFIG"} \
+  --base-url "http://127.0.0.1:$PORT" --follow &
 follower=$!; pids+=($follower)
 wait $follower || echo "The run did not succeed; the dashboard stays up to show why. Ctrl-C stops everything."
 wait "$web"

@@ -1,7 +1,10 @@
 // One uPlot line chart per metric, keyed by metric name, x axis = iteration; titles,
-// units and grouping from the metric catalogue.
+// units and grouping from the metric catalogue. A family's chart (a name with a
+// placeholder, such as "system/actor/{actor}/rss_gib") draws one line per member.
 import uPlot from "uplot";
-import type { MetricCatalog, MetricGroup } from "./catalog";
+import { placeholdersOf, type MetricCatalog, type MetricGroup } from "./catalog";
+import { LineSet } from "./lines";
+import { paletteColor } from "./palette";
 import type { Point } from "./types";
 import { formatNumber, yAxis } from "./format";
 
@@ -87,24 +90,43 @@ export interface MetricChartOptions {
   xLabel?: string;
 }
 
+/** A family's line: the member's key, its colour by arrival, values on hover in the legend. */
+function memberSeries(key: string, index: number, unit: string): uPlot.Series {
+  return {
+    label: key, stroke: paletteColor(index), width: 2, points: { size: 4 },
+    value: (_u, v) => (v == null ? "–" : `${formatNumber(v)}${unit ? ` ${unit}` : ""}`),
+  };
+}
+
+/** The hovered x of a chart: "iteration 3" or "12.5 s"; "" when nothing is hovered. */
+export function xText(xLabel: string, x: number | null | undefined): string {
+  if (x == null) return "";
+  return xLabel === "iteration" ? `iteration ${x}` : `${formatNumber(x)} s`;
+}
+
 /** The hover readout of a chart: "iteration 3 · 231.0 tok/s"; "" when nothing is hovered. */
 export function readoutText(xLabel: string, x: number | null | undefined, y: number | null | undefined, unit: string): string {
   if (x == null || y == null || !Number.isFinite(y)) return "";
-  const xs = xLabel === "iteration" ? `iteration ${x}` : `${formatNumber(x)} s`;
-  return `${xs} · ${formatNumber(y)}${unit ? ` ${unit}` : ""}`;
+  return `${xText(xLabel, x)} · ${formatNumber(y)}${unit ? ` ${unit}` : ""}`;
 }
 
 /**
- * A line chart of one metric's [x, value] points, kept sorted by x. No legend: hovering
- * the plot shows the point's values in the header (`.readout`).
+ * A line chart of one metric's [x, value] points, kept sorted by x, without a legend:
+ * hovering the plot shows the point's values in the header (`.readout`). A family's chart
+ * has a line per member (`upsert(step, value, key)`) and a legend naming them, with their
+ * values on hover.
  */
 export class MetricChart {
   readonly section: HTMLElement;
+  /** One line per member of the family `name` (its name has a placeholder). */
+  readonly family: boolean;
   private readonly counter: HTMLSpanElement;
   private readonly readout: HTMLSpanElement;
-  private steps: number[] = [];
-  private values: number[] = [];
+  private readonly lines = new LineSet();
+  /** The line keys of the plot's series 1, 2, ... */
+  private shown: string[];
   private readonly plot: uPlot;
+  private readonly unit: string;
   private xLabel: string;
 
   /** Build the section for `name` (title and unit from `catalog`) and append it to `parent`. */
@@ -121,6 +143,8 @@ export class MetricChart {
     extra.className = "chart-extra";
     extra.append(this.readout, this.counter);
     this.xLabel = options.xLabel ?? "iteration";
+    this.family = placeholdersOf(name).length > 0;
+    this.shown = this.family ? [] : [""];
 
     const { section, heading, plot } = chartSection(catalog.title(name), extra, name);
     heading.title = describe(catalog, name);
@@ -130,6 +154,7 @@ export class MetricChart {
     parent.append(section);
     const height = options.height ?? CHART_HEIGHT;
     const unit = catalog.lookup(name)?.unit ?? "";
+    this.unit = unit;
 
     this.plot = new uPlot(
       {
@@ -141,31 +166,35 @@ export class MetricChart {
           { label: this.xLabel, incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000] },
           yAxis(60),
         ],
-        series: [
+        series: this.family ? [{ label: this.xLabel }] : [
           { label: this.xLabel },
           { label: catalog.lookup(name)?.label ?? name.split("/").pop(), stroke: "#2563eb", width: 2, points: { size: 5 } },
         ],
-        legend: { show: false },
+        legend: { show: this.family },
         hooks: {
           setCursor: [
             (u) => {
               const i = u.cursor.idx;
-              this.readout.textContent =
-                i == null ? "" : readoutText(this.xLabel, u.data[0][i], u.data[1][i] as number | null, unit);
+              // a family's values are in its legend (one row per member)
+              this.readout.textContent = i == null ? "" : this.family ? xText(this.xLabel, u.data[0][i])
+                : readoutText(this.xLabel, u.data[0][i], u.data[1][i] as number | null, unit);
             },
           ],
         },
       },
-      [this.steps, this.values],
+      this.lines.data(this.shown) as uPlot.AlignedData,
       plot,
     );
     fitWidth(this.plot, plot, height);
   }
 
-  /** Drop every point and label the x axis `label` (the page switched between iteration and wall time). */
+  /** Drop every point (and a family's lines) and label the x axis `label` (the page switched between iteration and wall time). */
   reset(label: string): void {
-    this.steps = [];
-    this.values = [];
+    this.lines.clear();
+    if (this.family) {
+      for (let i = this.shown.length; i >= 1; i--) this.plot.delSeries(i);
+      this.shown = [];
+    }
     this.xLabel = label;
     this.plot.axes[0].label = label;
     const axisLabel = this.plot.root.querySelector(".u-axis .u-label"); // uPlot draws labels as DOM once
@@ -173,42 +202,50 @@ export class MetricChart {
     this.redraw();
   }
 
-  /** The value at the highest x, if any. */
+  /** The value at the highest x, if any (a single metric's chart; a family's: `latest()`). */
   get last(): number | undefined {
-    return this.values.length ? this.values[this.values.length - 1] : undefined;
+    return this.lines.latest("");
   }
 
-  /** Number of points the chart currently holds. */
+  /** Each line's latest value by key ("" for a single metric's chart). */
+  latest(): Map<string, number> {
+    const out = new Map<string, number>();
+    for (const key of this.shown) {
+      const v = this.lines.latest(key);
+      if (v !== undefined) out.set(key, v);
+    }
+    return out;
+  }
+
+  /** Number of x values the chart currently holds. */
   get size(): number {
-    return this.steps.length;
+    return this.lines.size;
   }
 
-  /** Insert a point, replacing any point at the same step; call redraw() after. */
-  upsert(step: number, value: number): void {
-    const { steps, values } = this;
-    let lo = 0;
-    let hi = steps.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      if (steps[mid] < step) lo = mid + 1;
-      else hi = mid;
-    }
-    if (steps[lo] === step) values[lo] = value;
-    else {
-      steps.splice(lo, 0, step);
-      values.splice(lo, 0, value);
+  /**
+   * Insert a point, replacing any point at the same step; `key`: the family member it
+   * belongs to (ignored by a single metric's chart). Call redraw() after.
+   */
+  upsert(step: number, value: number, key = ""): void {
+    if (!this.family) key = "";
+    if (this.lines.upsert(step, value, key) && this.family) {
+      const keys = this.lines.keys();
+      const at = keys.indexOf(key);
+      this.plot.addSeries(memberSeries(key, this.lines.arrivalIndex(key), this.unit), at + 1);
+      this.shown = keys;
+      this.redraw(); // uPlot needs the data of every series it has
     }
   }
 
-  /** Merge many [step, value] pairs, then redraw. */
-  merge(points: Point[]): void {
-    for (const [step, value] of points) this.upsert(step, value);
+  /** Merge many [step, value] pairs (of the member `key` in a family's chart), then redraw. */
+  merge(points: Point[], key = ""): void {
+    for (const [step, value] of points) this.upsert(step, value, key);
     this.redraw();
   }
 
   /** Push the current points to uPlot and update the point counter. */
   redraw(): void {
-    this.plot.setData([this.steps, this.values]);
-    this.counter.textContent = String(this.steps.length);
+    this.plot.setData(this.lines.data(this.shown) as uPlot.AlignedData);
+    this.counter.textContent = String(this.lines.size);
   }
 }

@@ -114,7 +114,7 @@ export class Controls {
     const runs = data.runs.map((r) => ({ id: String(r.id), label: r.label || `#${r.id}` }));
     const auto = runs.find((r) => r.id === String(data.reference))?.label ?? null;
     this.setRunOptions(runs, view.ref, auto);
-    this.metrics.set(data.metrics);
+    this.metrics.set(data.metrics, data.reward_extras ?? []);
   }
 
   /** Point the CSV links at the same query as the API request. */

@@ -10,6 +10,7 @@ import { MetricChart } from "./charts";
 import { appendEvent } from "./event-log";
 import { renderHeadline, type HeadlineResponse } from "./headline";
 import { LogView } from "./log-view";
+import { memoryWarning } from "./memory-warning";
 import { LIVE_STATES, progressOf, progressText } from "./progress";
 import { browserStore, loadCollapsed, setCollapsed } from "./sections";
 import { connectSocket, wsUrl } from "./socket";
@@ -21,11 +22,14 @@ const TAIL_SECTION = "Tail and latency";
 /** Headline metrics: charted wide and taller. */
 const IMPORTANT = new Set(["rollout/throughput_tok_s", "rollout/tail_time_s", "reward/mean", "reward/accuracy"]);
 const ITERATION_METRIC = "iteration/time_s";
-const MEMORY_METRIC = "system/node_mem_frac";
+/** A line per Ray node (umbra.telemetry.system); the header warns while one is at MEMORY_WARN_FRAC or above. */
+const MEMORY_METRIC = "system/node/{node}/mem_frac";
 const MEMORY_WARN_FRAC = 0.9;
 const X_LABELS: Record<string, string> = { step: "iteration", relative: "seconds since the first point" };
 
 interface Dashboard {
+  catalog: MetricCatalog;
+  /** By catalogue name: a metric's chart, or a family's (a line per member). */
   charts: Map<string, MetricChart>;
   sections: Map<string, HTMLElement>;
   cdf: CdfChart;
@@ -69,13 +73,40 @@ function updateProgress(dash: Dashboard): void {
   if (text) text.textContent = progressText(p);
 }
 
-/** The header's warning while the node's memory use is at or above MEMORY_WARN_FRAC (umbra.telemetry.system). */
+/** The chart a logged name is drawn in and its line there: its own chart, or its family's. */
+function chartOf(dash: Dashboard, name: string): [MetricChart, string] | undefined {
+  const own = dash.charts.get(name) ?? chartOnArrival(dash, name);
+  if (own) return [own, ""];
+  const member = dash.catalog.member(name);
+  const family = member && dash.charts.get(member.family);
+  return family ? [family, member.key] : undefined;
+}
+
+/**
+ * A new chart for a name known only once logged (catalog.chartedOnArrival: a custom reward's
+ * `reward/extra/<key>`, one chart per key), in its section after the charts that come before
+ * it in catalogue order, keys by name; undefined for other names or without that section.
+ */
+function chartOnArrival(dash: Dashboard, name: string): MetricChart | undefined {
+  if (!dash.catalog.chartedOnArrival(name)) return undefined;
+  const grid = dash.sections.get(dash.catalog.lookup(name)?.section ?? "")?.querySelector<HTMLElement>(".chart-grid");
+  if (!grid) return undefined;
+  const shown = [...grid.children].filter((el): el is HTMLElement => el instanceof HTMLElement && !!el.dataset.metric);
+  const next = dash.catalog.placeBefore(shown.map((el) => el.dataset.metric!), name);
+  const chart = new MetricChart(name, grid, dash.catalog, { height: 220, xLabel: X_LABELS[dash.x] ?? dash.x });
+  dash.charts.set(name, chart);
+  const before = shown.find((el) => el.dataset.metric === next);
+  if (before) grid.insertBefore(chart.section, before);
+  return chart;
+}
+
+/** The header's warning while a node's memory use is at or above MEMORY_WARN_FRAC (umbra.telemetry.system). */
 function updateMemoryWarning(dash: Dashboard): void {
   const el = document.getElementById("memory-warning");
-  const frac = dash.charts.get(MEMORY_METRIC)?.last;
   if (!el) return;
-  el.hidden = frac === undefined || frac < MEMORY_WARN_FRAC || TERMINAL.has(dash.state);
-  if (frac !== undefined) el.textContent = `Near the memory limit: ${(100 * frac).toFixed(0)}% of the node's memory in use`;
+  const text = memoryWarning(dash.charts.get(MEMORY_METRIC)?.latest() ?? new Map(), MEMORY_WARN_FRAC);
+  el.hidden = text === "" || TERMINAL.has(dash.state);
+  el.textContent = text;
 }
 
 /** Hide charts without points and sections left empty; before any point, the starting panel. */
@@ -128,7 +159,10 @@ async function loadSeries(dash: Dashboard): Promise<void> {
   const x = dash.x;
   const data = await getJson<SeriesResponse>(`${dash.seriesUrl}?x=${x}`);
   if (x !== dash.x) return; // switched again meanwhile
-  for (const [name, points] of Object.entries(data.series ?? {})) dash.charts.get(name)?.merge(points);
+  for (const [name, points] of Object.entries(data.series ?? {})) {
+    const target = chartOf(dash, name);
+    target?.[0].merge(points, target[1]);
+  }
   if (x === "step") for (const [step, value] of data.series?.[ITERATION_METRIC] ?? []) dash.iterationTimes.set(step, value);
   showTrace(dash, data.trace);
   if (data.state && seq === dash.stateSeq) setState(dash, data.state);
@@ -157,10 +191,10 @@ function handleMessage(dash: Dashboard, msg: SocketMessage, log: LogView | null)
       if (dash.x === "step") {
         const touched = new Set<MetricChart>();
         for (const { name, step, value } of msg.points) {
-          const chart = dash.charts.get(name);
-          if (!chart) continue;
-          chart.upsert(step, value);
-          touched.add(chart);
+          const target = chartOf(dash, name);
+          if (!target) continue;
+          target[0].upsert(step, value, target[1]);
+          touched.add(target[0]);
         }
         touched.forEach((chart) => chart.redraw());
       } else {
@@ -263,7 +297,7 @@ export function mount(root: HTMLElement): void {
   }
   const total = Number(root.dataset.total);
   const dash: Dashboard = {
-    charts, sections, cdf: cdf!, timeline: timeline!, seriesUrl, headlineUrl: root.dataset.headlineUrl,
+    catalog, charts, sections, cdf: cdf!, timeline: timeline!, seriesUrl, headlineUrl: root.dataset.headlineUrl,
     stateSeq: 0, state: root.dataset.state ?? "", total: Number.isFinite(total) && total > 0 ? total : null,
     x: "step", iterationTimes: new Map(),
   };

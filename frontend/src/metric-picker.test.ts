@@ -12,6 +12,7 @@ const catalog = new MetricCatalog({
   sections: ["Rollout", "Reward"],
   metrics: [metric("rollout/throughput_tok_s", "Rollout", "throughput"), metric("reward/mean", "Reward", "reward"),
     metric("rollout/instance_idle_frac/{instance}", "Rollout", "idle")],
+  placeholders: { instance: "\\d+" },
   summary: [],
 });
 

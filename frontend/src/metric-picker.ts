@@ -7,9 +7,13 @@ export interface PickerGroup {
   options: { name: string; title: string; checked: boolean }[];
 }
 
-/** Every pickable metric (the catalogue's fixed names, plus any shown name it lacks), by section. */
-export function pickerGroups(catalog: MetricCatalog, shown: string[]): PickerGroup[] {
+/**
+ * Every pickable metric (the catalogue's fixed names, the `reward/extra/<key>` names the
+ * compared runs logged, `logged`, and any shown name it lacks), by section; the extra keys by name.
+ */
+export function pickerGroups(catalog: MetricCatalog, shown: string[], logged: string[] = []): PickerGroup[] {
   const names = catalog.doc.metrics.filter((m) => !m.name.includes("{")).map((m) => m.name);
+  for (const name of [...logged].sort()) if (!names.includes(name)) names.push(name);
   for (const name of shown) if (!names.includes(name)) names.push(name);
   const on = new Set(shown);
   return catalog.groupBySection(names).map(({ section, names: list }) => ({
@@ -30,6 +34,7 @@ export class MetricPicker {
   private readonly summary = document.createElement("summary");
   private readonly body = document.createElement("div");
   private shown: string[] = [];
+  private logged: string[] = [];
 
   constructor(private readonly catalog: MetricCatalog, private readonly onChange: (m: string[] | null) => void) {
     this.root.id = "metric-picker";
@@ -38,11 +43,12 @@ export class MetricPicker {
     this.root.append(this.summary, this.body);
   }
 
-  /** Redraw with `shown` ticked (keeps the open/closed state). */
-  set(shown: string[]): void {
+  /** Redraw with `shown` ticked and `logged` offered (reward extras of the compared runs; kept if not given). */
+  set(shown: string[], logged: string[] = this.logged): void {
     this.shown = shown;
+    this.logged = logged;
     this.summary.textContent = `metrics (${shown.length})`;
-    const groups = pickerGroups(this.catalog, shown).map((group) => {
+    const groups = pickerGroups(this.catalog, shown, logged).map((group) => {
       const box = document.createElement("fieldset");
       const legend = document.createElement("legend");
       legend.textContent = group.section;

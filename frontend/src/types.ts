@@ -146,6 +146,8 @@ export interface SummaryColumnInfo {
 export interface CatalogDocument {
   sections: string[];
   metrics: MetricInfo[];
+  /** What each placeholder of a family's name stands for: {"actor": "[a-z0-9_.-]+", ...} (regular expressions). */
+  placeholders: Record<string, string>;
   summary: SummaryColumnInfo[];
 }
 
@@ -179,6 +181,8 @@ export interface XYSeries {
 export interface CompareResponse {
   x: CompareX;
   metrics: string[];
+  /** The `reward/extra/<key>` metrics any compared run logged (the metric picker offers them). */
+  reward_extras?: string[];
   reference: number;
   /** run id -> non-policy config keys in which it differs from the reference. */
   reference_mismatch?: Record<string, string[]>;

@@ -111,7 +111,7 @@ class TagText(_StrictText, serializers.RegexField):
 class RunLabelsSerializer(StrictSerializer):
     """``PATCH /api/runs/ID/``: any of the run's labels (checked by ``runs.labels``)."""
 
-    name = Text(required=False, allow_blank=True, max_length=200)
+    name = Text(required=False, allow_blank=True, max_length=200, validators=[printable_name])
     tags = serializers.ListField(child=TagText(regex=TAG_PATTERN, max_length=50), required=False, max_length=20,
                                  help_text="the run's own tags (replacing them); the experiment's stay")
     note = Text(required=False, allow_blank=True, max_length=5000)

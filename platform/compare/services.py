@@ -12,13 +12,15 @@ from compare.summary import (COLUMNS, applicable, config_diff, default_reference
                              summary_row)
 from runs.models import Run
 from runs.selectors import visible_runs
-from telemetry.series import MAX_POINTS_LIMIT, X_AXES, metric_names, series_points, shape_series
+from telemetry.series import MAX_POINTS_LIMIT, X_AXES, metric_names, names_per_run, series_points, shape_series
 from telemetry.series_cache import cached_per_run, run_versions
 from umbra.telemetry import catalog
 
 MAX_RUNS = 50
 MAX_SERVED_POINTS = 300_000  # runs x metrics x max_points: bounds the answer's size and time
 DEFAULT_METRICS = tuple(catalog.compare_defaults())  # the catalogue's ``compare`` entries
+# a custom reward's extra numbers (umbra.rewards.score): "reward/extra/" and the reward's own keys
+REWARD_EXTRA_PREFIX = catalog.get("reward/extra/{key}").name.partition("{")[0]
 
 
 def runs_for_compare(user, run_ids: list[int]) -> list[Run]:
@@ -51,6 +53,17 @@ def _stats(run_ids: list[int], names: list[str], versions: dict[int, str]) -> di
     return out
 
 
+def reward_extras(run_ids: list[int], versions: dict[int, str]) -> list[str]:
+    """The ``reward/extra/<key>`` names any of ``run_ids`` logged (at most 16 a run), for the
+    page's metric picker; stored for ended runs and cached for live ones like their series."""
+    def compute(runs, parts):
+        return {(run_id, REWARD_EXTRA_PREFIX): names for run_id, names in names_per_run(runs, REWARD_EXTRA_PREFIX).items()}
+
+    found = stored_per_run("names", run_ids, [REWARD_EXTRA_PREFIX], versions,
+                           lambda runs, parts: cached_per_run("names", runs, parts, compute, versions))
+    return sorted({name for names in found.values() for name in names})
+
+
 def build_comparison(user, run_ids: list[int], metrics: list[str] | None = None, x: str = "step",
                      max_points: int = 1500, reference: int | None = None) -> dict:
     """The comparison document (shape in docs/api.md, "Compare").
@@ -81,7 +94,7 @@ def build_comparison(user, run_ids: list[int], metrics: list[str] | None = None,
         f"series-{max_points}", list(configs), metrics, versions,
         lambda runs, parts: series_points(runs, parts, max_points, versions=versions)), list(configs), x)
     return {
-        "x": x, "metrics": metrics, "reference": reference,
+        "x": x, "metrics": metrics, "reward_extras": reward_extras(list(configs), versions), "reference": reference,
         "reference_mismatch": {str(k): v for k, v in reference_mismatch(configs, reference).items()},
         "concurrent": concurrent_pairs(runs, timezone.now()),
         "runs": [{"id": r.pk, "label": label(r), "team": r.experiment.team.slug, "experiment": r.experiment.name,

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import re
 
+from django.core.exceptions import ValidationError
+
 from runs.models import Run
+from runs.validators import printable_name
 
 LABEL_FIELDS = ("name", "tags", "note")
 MAX_NAME = 200
@@ -28,7 +31,8 @@ def clean_labels(changes: dict) -> dict:
     """``changes`` checked and normalised (name and note stripped, tags de-duplicated).
 
     Raises ValueError naming the field for an unknown field, a value of the wrong type or size,
-    or a tag that is not a short word (letters, digits, ``_ . : + -``).
+    a name with control characters (terminal escapes, newlines) or a tag that is not a short
+    word (letters, digits, ``_ . : + -``).
     """
     unknown = sorted(set(changes) - set(LABEL_FIELDS))
     if unknown:
@@ -45,6 +49,11 @@ def clean_labels(changes: dict) -> dict:
                 raise ValueError(f"{field}: at most {limit} characters")
             if "\x00" in value:  # PostgreSQL text cannot hold it (the API's serializer refuses it too)
                 raise ValueError(f"{field}: must not contain NUL characters")
+            if field == "name":  # shown in tables and terminals: no escapes (a note keeps its newlines)
+                try:
+                    printable_name(value)
+                except ValidationError as exc:
+                    raise ValueError(f"name: {exc.messages[0]}") from None
             out[field] = value
     if "tags" in changes:
         tags = changes["tags"]

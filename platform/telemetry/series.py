@@ -87,6 +87,16 @@ def metric_names(run_ids: list[int]) -> list[str]:
     return sorted(set(MetricPoint.objects.filter(run_id__in=run_ids).values_list("name", flat=True).distinct()))
 
 
+def names_per_run(run_ids: list[int], prefix: str) -> dict[int, list[str]]:
+    """``{run_id: names}``: the sorted distinct metric names starting with ``prefix`` that each
+    of ``run_ids`` logged (a run with none is absent)."""
+    out: dict[int, list[str]] = {}
+    for run_id, name in (MetricPoint.objects.filter(run_id__in=run_ids, name__startswith=prefix)
+                         .values_list("run_id", "name").distinct().order_by("run_id", "name")):
+        out.setdefault(run_id, []).append(name)
+    return out
+
+
 def series_of(run_ids: list[int], names: list[str], x: str = "step", max_points: int = 1500,
               cached: bool = True, versions: dict[int, str] | None = None
               ) -> dict[str, dict[int, dict[str, list[float]]]]:

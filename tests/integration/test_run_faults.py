@@ -1,11 +1,13 @@
 """Faults a run survives on the real stack (form -> Celery -> Ray job -> vLLM, tiny model):
-a rollout instance killed mid-iteration, then the job's driver killed, then Resume. The run
-validates after every iteration, so the same job shows ``val/*`` metrics reaching the platform.
+a rollout instance killed mid-iteration, then the job's driver killed, then Resume, then
+Cancel and Resume again. The run validates after every iteration, so the same job shows
+``val/*`` metrics reaching the platform.
 
-Both faults hit one run (one Ray job and its resumed attempt instead of three jobs): the
+Every fault hits one run (one Ray job and its resumed attempts instead of four jobs): the
 instance dies in iteration 1, the driver in iteration 3, after the checkpoint that follows
-iteration 1; the resumed attempt re-runs iterations 2 and 3. The trainer runs as 2 ranks
-(``trainer_ranks``), so Resume loads a sharded checkpoint."""
+iteration 1; the resumed attempt re-runs iterations 2 and 3 and is cancelled once the
+checkpoint after iteration 3 is in force; the next attempt runs 4 and 5. The trainer runs
+as 2 ranks (``trainer_ranks``), so each Resume loads a sharded checkpoint."""
 import os
 import signal
 import time
@@ -22,7 +24,7 @@ VAL_METRICS = ("val/accuracy", "val/reward_mean", "val/response_len/mean")
 # the example countdown reward's dict result: its extra numbers, and no reward errors
 REWARD_METRICS = ("reward/errors", "reward/extra/format", "reward/extra/correct")
 PROMPTS, GROUP = 4, 4
-ITERATIONS = 4
+ITERATIONS = 6
 
 
 def _submit(client, team, user, **fields) -> Run:
@@ -67,7 +69,7 @@ def _every_request_once(trace) -> bool:
 
 
 def test_run_survives_a_killed_instance_and_a_killed_driver_and_resumes_from_the_checkpoint(
-        client, team_user, live_worker, ray_cluster, tiny_model_path):
+        client, team_user, live_worker, ray_cluster, tiny_model_path, checkpoint_root):
     from ray.util.state import list_actors
 
     team, user = team_user
@@ -125,9 +127,24 @@ def test_run_survives_a_killed_instance_and_a_killed_driver_and_resumes_from_the
     resp = client.post(f"/runs/{run.pk}/resume/")
     assert resp.status_code == 302
     resumed_at = time.time()
-    _wait("the resumed run to end", lambda: run.is_terminal and run.attempt == 1, 600, run, live_worker)
-    assert run.state == "succeeded", run.log_tail[-3000:]
+
+    # 4. Cancel (the run page's button) once that attempt's checkpoint after iteration 3 is in
+    #    force, while iteration 4 runs (a cancel in the middle of a save: tests/unit/test_checkpoint.py).
+    latest = checkpoint_root / f"run-{run.pk}" / "latest"
+    _wait("the checkpoint after iteration 3",
+          lambda: run.attempt == 1 and latest.exists() and latest.read_text() == "it-000003",
+          600, run, live_worker, poll_s=0.1)
+    assert client.post(f"/runs/{run.pk}/cancel/").status_code == 302
+    _wait("the cancel", lambda: run.state == "cancelled", 60, run, live_worker)
     assert run.ray_job_id == f"umbra-run-{run.pk}-a1"
+    cancelled = dict(MetricPoint.objects.filter(run=run, name="iteration/time_s").values_list("step", "wall_time"))
+
+    # 5. Resume again: the next attempt loads the checkpoint after iteration 3 and runs 4 and 5.
+    assert client.post(f"/runs/{run.pk}/resume/").status_code == 302
+    resumed_again_at = time.time()
+    _wait("the resumed run to end", lambda: run.is_terminal and run.attempt == 2, 600, run, live_worker)
+    assert run.state == "succeeded", run.log_tail[-3000:]
+    assert run.ray_job_id == f"umbra-run-{run.pk}-a2"
     for name in KEY_METRICS + VAL_METRICS + REWARD_METRICS:  # no gap, no duplicate
         assert _steps(run, name) == list(range(ITERATIONS)), name
     val = {name: list(MetricPoint.objects.filter(run=run, name=name).values_list("value", flat=True))
@@ -140,24 +157,29 @@ def test_run_survives_a_killed_instance_and_a_killed_driver_and_resumes_from_the
     after = dict(MetricPoint.objects.filter(run=run, name="iteration/time_s").values_list("step", "wall_time"))
     assert all(after[s] == before[s] for s in (0, 1))  # kept from the first attempt
     assert all(after[s].timestamp() > resumed_at - 1 for s in (2, 3))  # iterations 2.. ran again
+    assert all(after[s] == cancelled[s] for s in (2, 3))  # kept from the cancelled attempt
+    assert all(after[s].timestamp() > resumed_again_at - 1 for s in (4, 5))  # iterations 4.. ran again
     seqs = sorted(MetricBatch.objects.filter(run=run).values_list("seq", flat=True))
     assert seqs == list(range(1, len(seqs) + 1))
     states = [s for k, s in run.events.values_list("kind", "to_state") if k == "state"]
-    assert states[-5:] == ["failed", "queued", "dispatching", "running", "succeeded"]
+    assert states[-9:] == ["failed", "queued", "dispatching", "running", "cancelled",
+                           "queued", "dispatching", "running", "succeeded"]
 
     # The instance loss, as the run's history keeps it (steps 0 and 1 are the first attempt's).
     lost = MetricPoint.objects.filter(run=run, name="rollout/instances_lost").values_list("step", "value")
-    assert sorted(lost) == [(0, 0.0), (1, 1.0), (2, 0.0), (3, 0.0)], list(lost)  # died in one rollout
+    assert sorted(lost) == [(s, 1.0 if s == 1 else 0.0) for s in range(ITERATIONS)], list(lost)  # one rollout
     assert MetricPoint.objects.get(run=run, name="rollout/redispatched_chunks", step=1).value >= 1
     notes = [n for n in run.events.filter(kind="job").values_list("reason", flat=True)
              if not n.startswith("system: ")]  # the system telemetry's notes (actor ids, memory) aside
-    assert len(notes) == 2, notes  # the instance replaced once (not again between iterations), one resume
+    assert len(notes) == 3, notes  # the instance replaced once (not again between iterations), two resumes
     assert "died during the rollout of iteration 1" in notes[0] and "replacement" in notes[0], notes
-    assert "resumed from the checkpoint after iteration 1" in notes[1], notes
+    assert "resumed from the checkpoint after iteration 1 (policy version 2)" in notes[1], notes
+    assert "resumed from the checkpoint after iteration 3 (policy version 4)" in notes[2], notes
     traces = list(IterationTrace.objects.filter(run=run).order_by("iteration"))
     assert [t.iteration for t in traces] == list(range(ITERATIONS))
     for trace in traces:  # every request of every group exactly once, the killed rollout's too
         assert _every_request_once(trace), trace.iteration
-    # the resumed attempt's instances got the checkpoint's weights: its last rollout is on-policy
+    # the last attempt's instances got the checkpoint's weights and the policy version went on
+    # from it: its last rollout is on-policy
     assert {r["policy_version"] for r in traces[-1].requests} == {ITERATIONS - 1}
     assert {r["instance"] for r in traces[-1].requests} == {0, 1}

@@ -3,7 +3,8 @@ model): a Parquet file in veRL's row shape, built from GSM8K's test split, uploa
 the run form, scored by a reward file of the test's own in a folder listed in
 UMBRA_REWARD_DIRS (veRL's ``compute_score`` signature, returning a dict), validated after
 every iteration; a WebSocket client logged in as the member sees ``val/accuracy`` and the
-reward's extra number arrive live, as the dashboard does."""
+reward's extra number arrive live, as the dashboard does; the actors' own ``system/*``
+samples reach the platform too."""
 import json
 import threading
 import time
@@ -107,3 +108,10 @@ def test_verl_parquet_and_custom_reward_from_the_form_reach_the_dashboard_live(
     assert all(0.0 <= v <= 1.0 for name in VAL_METRICS for v in socket.points[name].values())
     assert set(socket.points[EXTRA].values()) == {1.0}  # every row's veRL fields reached the reward
     assert set(socket.points["reward/errors"].values()) == {0.0}
+    # the System charts' points: each actor sampled itself (with its vLLM engine process), and its node
+    system = set(MetricPoint.objects.filter(run=run, name__startswith="system/").values_list("name", flat=True))
+    assert {"system/actor/trainer-0/rss_gib", "system/actor/rollout-0/rss_gib", "system/actor/rollout-0/cpu_percent",
+            "system/driver_rss_gib"} <= system, sorted(system)
+    assert any(n.startswith("system/node/") and n.endswith("/mem_frac") for n in system), sorted(system)
+    notes = list(run.events.filter(kind="job").values_list("reason", flat=True))
+    assert any("rollout-0 on " in n and "child process" in n for n in notes), notes

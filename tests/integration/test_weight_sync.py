@@ -53,12 +53,13 @@ def test_instances_serve_trainer_weights_after_step(ray_driver, instances, tiny_
     """The trainer group's weight sync: after one GRPO step every instance serves the new
     weights (same log-probs as the trainer) and the next rollout is sampled by version 1 —
     also from 2 FSDP2 ranks (the full state dict gathered to rank 0); then a rank killed
-    mid-run fails the next step at once, naming it, and leaves no rank behind."""
+    mid-run fails the next step at once, naming it, and so does one that dies at the weight
+    sync; neither leaves a rank, the placement group or a weight file behind."""
     ray = ray_driver
     from umbra.rollout.instance_pool import InstancePool
     from umbra.rollout.manager import RolloutManager, RolloutShape
     from umbra.rollout.policies import StaticGroupPolicy
-    from umbra.training.group import TrainerGroup, TrainerRankError
+    from umbra.training.group import TrainerGroup
 
     manager = RolloutManager(InstancePool(instances), RolloutShape(4, 16, 1.0, 512, 64, 16, 1))
     manager.policy = StaticGroupPolicy()
@@ -87,19 +88,18 @@ def test_instances_serve_trainer_weights_after_step(ray_driver, instances, tiny_
 
         assert manager.generate(1, [PROBE[:4], PROBE[:6]], seed=2).policy_versions() == {1}
         if ranks == 2:
-            import time
+            import os
+            import signal
 
-            pids = [n["pid"] for n in trainers.nodes]
-            ray.kill(trainers.actors[1])
-            t0 = time.time()
-            with pytest.raises(TrainerRankError, match="trainer rank 1 on node"):
-                trainers.train(batch)
-            assert time.time() - t0 < 120
-            trainers.shutdown()
-            deadline = time.time() + 30
-            while any(Path(f"/proc/{pid}").exists() for pid in pids) and time.time() < deadline:
-                time.sleep(0.5)
-            assert not any(Path(f"/proc/{pid}").exists() for pid in pids), "a trainer rank was left behind"
+            ray.kill(trainers.actors[1])  # mid-run: the next step fails
+            _fails_naming_rank_1(trainers, lambda: trainers.train(batch), 120)
+            # The weight sync: rank 1 dies (SIGKILL) just before it; rank 0 then waits for it in
+            # the gather of the full state dict, and the sync fails at once, naming rank 1.
+            trainers = TrainerGroup.start(tiny_model_path, learning_rate=5e-2, kl_coef=0.01, clip_eps=0.2,
+                                          minibatches=1, seed=0, ranks=ranks, micro_tokens=24)
+            trainers.update_weights(manager)  # a first sync: rank 0 holds a shared-memory file
+            os.kill(trainers.nodes[1]["pid"], signal.SIGKILL)
+            _fails_naming_rank_1(trainers, lambda: trainers.update_weights(manager), 60)
     finally:
         trainers.shutdown()
         # Shared instances go back to the checkpoint for the tests that follow. The
@@ -112,3 +112,31 @@ def test_instances_serve_trainer_weights_after_step(ray_driver, instances, tiny_
         ray.get([inst.load_weights.remote(blob, 0) for inst in instances])
         for inst in instances:
             assert ray.get(inst.prompt_logprobs.remote(PROBE)) == pytest.approx(before, abs=1e-4)
+
+
+def _fails_naming_rank_1(trainers, call, within_s: float) -> None:
+    """``call`` raises TrainerRankError naming rank 1 within ``within_s``; then the group's
+    shutdown leaves no rank process, no placement group and no shared-memory weight file."""
+    import time
+
+    from ray.util.placement_group import placement_group_table
+
+    from umbra.training.group import TrainerRankError
+    from umbra.training.weight_sync import shared_folder
+
+    pids = [n["pid"] for n in trainers.nodes]
+    assert shared_folder(pids[0]).exists()  # rank 0 synced before
+    t0 = time.time()
+    with pytest.raises(TrainerRankError, match="trainer rank 1 on node"):
+        call()
+    assert time.time() - t0 < within_s
+    trainers.shutdown()
+
+    def left():
+        return (any(Path(f"/proc/{pid}").exists() for pid in pids),
+                placement_group_table(trainers.placement)["state"] != "REMOVED", shared_folder(pids[0]).exists())
+
+    deadline = time.time() + 30
+    while any(left()) and time.time() < deadline:
+        time.sleep(0.5)
+    assert left() == (False, False, False), "(a rank, the placement group, rank 0's weight file) left behind"

@@ -74,7 +74,7 @@ def test_unknown_websocket_path_and_garbage_frames_do_not_error(team_user):
     assert async_to_sync(scenario)() == (False, True, True)
 
 
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.django_db  # not transactional: the cancel's on-commit tasks would race the flush
 def test_cancel_with_an_unreachable_cluster_is_recorded(team_user, settings):
     from runs.tasks import cancel_run
 

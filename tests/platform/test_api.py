@@ -199,6 +199,23 @@ def test_control_characters_in_names_and_formula_cells(api):
     assert rows[1][2].startswith("'=")
 
 
+def test_csv_exports_quote_every_formula_start_and_keep_numbers_numbers(api):
+    """OWASP's CSV injection advice: a text cell starting with = + - @ tab or CR gets a leading
+    quote, so a spreadsheet shows it instead of running it; numbers (negative ones too) stay as they are."""
+    starts = ["=", "+", "-", "@", "\t", "\r"]
+    runs = [_run(api.team, experiment=f"{c}cmd|' /C calc'!A0") for c in starts] + [_run(api.team, experiment="plain-1")]
+    for run in runs:
+        _points(run, "reward/mean", [-0.5])
+    ids = ",".join(str(r.pk) for r in runs)
+    summary = list(csv.DictReader(io.StringIO(api.get(f"/api/compare/summary.csv?runs={ids}").content.decode())))
+    by_run = {int(row["run"]): row for row in summary}
+    assert [by_run[r.pk]["experiment"] for r in runs] == [f"'{c}cmd|' /C calc'!A0" for c in starts] + ["plain-1"]
+    assert {row["reward"] for row in summary} == {"-0.5"}  # a number, not quoted
+    series = list(csv.reader(io.StringIO(api.get(f"/api/compare/series.csv?runs={ids}&metrics=reward/mean")
+                                         .content.decode())))
+    assert {tuple(row[1:]) for row in series[1:]} == {("reward/mean", "0", "-0.5")}
+
+
 def test_compare_answer_size_is_bounded(api):
     runs = [_run(api.team, experiment=f"e{i}") for i in range(50)]
     resp = api.get(f"/api/compare/?runs={','.join(str(r.pk) for r in runs)}&max_points=5000&metrics=a,b")

@@ -34,6 +34,24 @@ def test_labels_with_nul_from_the_run_page_are_a_message_not_a_500(client, team_
     assert (run.name, run.note) == ("ok", "two\nlines\ttab")
 
 
+def test_run_names_with_terminal_escapes_are_refused_by_the_api_and_the_run_page(client, team_user):
+    from rest_framework.test import APIClient
+
+    team, alice = team_user
+    run = factories.run(factories.experiment(team), created_by=alice, state="succeeded", name="before")
+    api = APIClient()
+    api.force_authenticate(alice)
+    for name in ("\x1b[31mred", "two\nlines", "bell\x07", "rtl\u202eoverride"):
+        resp = api.patch(f"/api/runs/{run.pk}/", {"name": name}, format="json")
+        assert resp.status_code == 400 and resp.json() == {"name": ["must not contain control characters"]}, name
+    client.force_login(alice)
+    resp = client.post(f"/runs/{run.pk}/labels/", {"name": "\x1b[31mred", "note": "", "tags": ""}, follow=True)
+    assert "Labels not saved: name: must not contain control characters" in resp.content.decode()
+    run.refresh_from_db()
+    assert run.name == "before"
+    assert api.patch(f"/api/runs/{run.pk}/", {"name": "red, renamed"}, format="json").status_code == 200
+
+
 @pytest.mark.parametrize("text, message", [
     ("group_size: " + "9" * 5000, "YAML could not be read"),  # int() of 5,000 digits: ValueError, not YAMLError
     ("model: " + "[" * 5000 + "]" * 5000, "YAML could not be read"),

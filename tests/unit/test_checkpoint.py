@@ -36,6 +36,26 @@ def test_a_broken_latest_pointer_reads_as_no_checkpoint(tmp_path):
     assert CheckpointDir(tmp_path).latest() is None
 
 
+def test_a_save_cut_short_by_a_cancel_is_never_loaded_and_goes_at_the_next_commit(tmp_path):
+    """Cancel kills the driver and the trainer ranks wherever they are in a save: a
+    half-written folder (after iteration 5, up to its state.json, the last file before
+    ``latest``; one after 6, or 2, that a deferred save began) is not what Resume loads, and
+    the resumed attempt's next commit removes them, keeping ``keep`` complete checkpoints."""
+    ck = CheckpointDir(tmp_path, keep=2)
+    for it in (1, 3):
+        ck.commit(ck.begin(it), LoopState(it, it + 1, DataSource(ITEMS, 1, it).state()))
+    ck.begin(2)
+    cut = ck.begin(5)
+    (cut / "trainer-dcp").mkdir()
+    (cut / "trainer-dcp" / "__0_0.distcp").write_bytes(b"half")
+    (cut / "state.json").write_text('{"iteration": 5, "policy_version": 6, "sampler_state": []}')
+    ck.begin(6)
+    folder, state = ck.latest()
+    assert folder.name == "it-000003" and state.iteration == 3
+    ck.commit(ck.begin(4), LoopState(4, 5, DataSource(ITEMS, 1, 4).state()))  # the resumed attempt
+    assert sorted(p.name for p in tmp_path.glob("it-*")) == ["it-000003", "it-000004"]
+    assert ck.latest()[1].iteration == 4
+
 
 class _Trainers:
     """Stands in for the trainer group's checkpoint calls (pure driver logic under test)."""

@@ -34,6 +34,17 @@ def test_files_and_names(tmp_path):
     assert load_problems("arith", seed=3) == arith.generate(seed=3)
 
 
+def test_arith_easy_is_distinct_one_step_problems_with_right_answers():
+    import re
+
+    problems = load_problems("arith-easy", seed=3)
+    assert problems == arith.generate_easy(seed=3) != arith.generate_easy(seed=4)
+    assert len({p.question for p in problems}) == len(problems) == 512  # a held-out share is held out
+    for p in problems:
+        a, b = map(int, re.findall(r"\d+", p.question))
+        assert int(p.answer) == (a + b if "buys" in p.question else a - b) >= 0
+
+
 def test_shared_gsm8k_file_loads_when_present():
     from pathlib import Path
 

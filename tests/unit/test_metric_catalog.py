@@ -52,8 +52,8 @@ def _metric_strings() -> list[tuple[str, str]]:
 
 
 def _example(m: catalog.Metric) -> str:
-    """A concrete logged name of an entry (a per-instance family's instance 0)."""
-    return m.name.replace("{instance}", "0")
+    """A concrete logged name of an entry (a family's member ``0``)."""
+    return re.sub(r"\{[a-z]+\}", "0", m.name)
 
 
 def _catalogued(text: str) -> bool:
@@ -101,12 +101,17 @@ def test_entries_are_unique_and_well_formed():
         assert m.better in ("higher", "lower", "none"), m
         assert m.label and m.description, m
         assert m.family is None or m.name.startswith(m.family + "/"), m
-        assert not (m.dashboard and "{" in m.name), f"{m.name}: a per-instance family is not one chart"
+        keys = re.findall(r"\{([a-z]+)\}", m.name)
+        assert set(keys) <= set(catalog.PLACEHOLDERS), m.name
+        assert not (m.dashboard and len(keys) > 1), f"{m.name}: a charted family has one line per member"
     assert all(any(m.section == s for m in catalog.METRICS) for s in catalog.SECTIONS), "a section without metrics"
 
 
-def test_lookup_maps_per_instance_names_to_their_family():
+def test_lookup_maps_family_members_to_their_family():
     assert catalog.lookup("rollout/instance_idle_frac/12").name == "rollout/instance_idle_frac/{instance}"
+    assert catalog.lookup("system/actor/rollout-3/rss_gib").name == "system/actor/{actor}/rss_gib"
+    assert catalog.lookup("system/node/ip-10-0-0-7.ec2.internal/mem_frac").name == "system/node/{node}/mem_frac"
+    assert catalog.lookup("system/actor/a/b/rss_gib") is None  # one path segment per key
     assert catalog.lookup("rollout/instance_idle_frac").name == "rollout/instance_idle_frac"
     assert catalog.lookup("rollout/instance_idle_frac/x") is None and catalog.lookup("nope") is None
     with pytest.raises(KeyError, match="not in the metric catalogue"):
@@ -136,7 +141,7 @@ def test_pages_embed_the_catalogue_as_json():
     html = str(metric_catalog())
     assert html.startswith(f'<script id="{ELEMENT_ID}" type="application/json">')
     doc = json.loads(html.split(">", 1)[1].rsplit("</script>", 1)[0])
-    assert doc["sections"] == list(catalog.SECTIONS)
+    assert doc["sections"] == list(catalog.SECTIONS) and doc["placeholders"] == catalog.PLACEHOLDERS
     assert [m["name"] for m in doc["metrics"]] == [m.name for m in catalog.METRICS]
     assert [c["key"] for c in doc["summary"]] == [c.key for c in SUMMARY_COLUMNS]
     assert doc["summary"][0]["heading"] == "throughput tok/s (median)"

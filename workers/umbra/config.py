@@ -31,7 +31,7 @@ class RunConfig(BaseModel):
 
     model: str = Field("smollm2", max_length=1000, description="'tiny', 'smollm2' or a path to a Hugging Face model folder")
     dataset: str = Field("arith", max_length=1000, description=(
-        "'arith' or 'countdown' (generated) or the path of a JSONL or Parquet file or a datasets save_to_disk folder, "
+        "'arith', 'arith-easy' or 'countdown' (generated) or the path of a JSONL or Parquet file or a datasets save_to_disk folder, "
         "in veRL's, TRL's or GSM8K's row shape"))
     val_dataset: str = Field("", max_length=1000, description=(
         "validation set: a path like dataset's (or 'arith'); empty = none or val_fraction"))
@@ -39,6 +39,8 @@ class RunConfig(BaseModel):
         "validation set: this share of the training file held out (fixed by the seed); 0 = none"))
     val_every: int = Field(0, ge=0, le=100000, description=(
         "validate every N iterations (after the weight sync) and at the last one; 0 = never"))
+    val_before_train: bool = Field(False, description=(
+        "also validate the initial weights, logged at step 0 (veRL's val_before_train)"))
     val_samples: int = Field(1, ge=1, le=64, description="validation responses per prompt")
     val_temperature: float = Field(0.0, ge=0.0, le=2.0, description="validation sampling temperature (0 = greedy)")
     reward: str = Field("math", max_length=1000, description=(
@@ -123,7 +125,7 @@ class RunConfig(BaseModel):
             raise ValueError("give val_dataset or val_fraction, not both")
         return v
 
-    @field_validator("val_every")
+    @field_validator("val_every", "val_before_train")
     @classmethod
     def _validation_set_given(cls, v: int, info: ValidationInfo) -> int:
         if v > 0 and not info.data.get("val_dataset") and not info.data.get("val_fraction") \

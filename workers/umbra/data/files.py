@@ -10,6 +10,7 @@ from pathlib import Path
 
 from umbra.data.gsm8k import MAX_FILE_BYTES, DatasetError
 from umbra.data.problem import Problem
+from umbra.data.saved_folder import check_saved_folder
 from umbra.data.shapes import rows_to_problems
 
 JSON_SUFFIXES = (".jsonl", ".json", ".ndjson")
@@ -95,6 +96,7 @@ def _read(p: Path, max_rows: int | None = None):
     datasets.disable_progress_bars()
     datasets.logging.set_verbosity(datasets.logging.CRITICAL)  # our DatasetError says it once
     if p.is_dir():
+        check_saved_folder(p)  # split and file names that would read outside the folder
         try:
             ds = datasets.load_from_disk(str(p), keep_in_memory=True)
         except Exception as exc:  # noqa: BLE001 -- a folder of anything: FileNotFoundError, JSON, Arrow errors

@@ -1,4 +1,5 @@
-"""Resolve a run config's ``dataset`` / ``val_dataset`` field: ``arith`` or the path of a
+"""Resolve a run config's ``dataset`` / ``val_dataset`` field: a generated set (``arith``,
+``arith-easy``, ``countdown``) or the path of a
 data set file (JSONL, Parquet or a ``save_to_disk`` folder; see ``umbra.data.files``)."""
 from __future__ import annotations
 
@@ -7,9 +8,9 @@ import logging
 from umbra.data import arith, countdown
 from umbra.data.files import LoadedFile, is_dataset_path, load_file
 
-NAMED_DATASETS = ("arith", "countdown")
-_GENERATED = {"arith": arith.generate, "countdown": countdown.generate}
-# arith as a validation set: another seed than training's (ours)
+NAMED_DATASETS = ("arith", "arith-easy", "countdown")
+_GENERATED = {"arith": arith.generate, "arith-easy": arith.generate_easy, "countdown": countdown.generate}
+# a generated set as a validation set: another seed than training's (ours)
 VAL_ARITH_SEED_OFFSET = 1_000_003
 
 log = logging.getLogger("umbra.job")
@@ -26,7 +27,7 @@ def check_dataset(name: str) -> None:
         return
     if not is_dataset_path(name):
         hint = " (not an existing file)" if "/" in name or "." in name else ""
-        raise ValueError(f"unknown dataset '{name[:200]}'{hint}: use 'arith', 'countdown' or the path of a JSONL or Parquet "
+        raise ValueError(f"unknown dataset '{name[:200]}'{hint}: use 'arith', 'arith-easy', 'countdown' or the path of a JSONL or Parquet "
                          "file or a datasets save_to_disk folder")
     load_file(name)
 

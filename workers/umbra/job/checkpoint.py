@@ -3,12 +3,16 @@
 Layout under the run's checkpoint folder (``UMBRA_CHECKPOINT_DIR``, one per run; on a
 multi-node cluster it must be storage every node sees)::
 
-    it-000009/trainer.pt   model + optimizer state (written by the trainer actor)
+    it-000009/trainer.pt   model + optimizer state (one trainer rank; with several ranks
+                           trainer-dcp/, trainer.json and rng-rank<r>.pt, see GRPOTrainer)
+    it-000009/hf/          the policy as a Hugging Face model folder (the model export)
     it-000009/state.json   iteration, policy version, sampler state (written by the driver)
     latest                 name of the newest complete checkpoint folder
 
-A checkpoint counts only once ``latest`` names it, and ``latest`` is replaced atomically,
-so a driver killed while saving leaves the previous checkpoint in force.
+A checkpoint counts only once ``latest`` names it, and ``latest`` is replaced atomically
+after every file of the checkpoint is written, so a driver killed or cancelled while saving
+leaves the previous checkpoint in force (Resume loads that one; the half-written folder is
+written anew, or removed by the next commit).
 """
 from __future__ import annotations
 
@@ -59,10 +63,20 @@ class CheckpointDir:
         tmp = self.root / "latest.tmp"
         tmp.write_text(folder.name)
         os.replace(tmp, self.root / "latest")  # atomic: readers see the old or the new name
-        kept = sorted(p for p in self.root.glob("it-*") if p.is_dir())
-        for old in kept[:-self.keep] if self.keep else kept:
-            if old != folder:
-                shutil.rmtree(old, ignore_errors=True)
+        # Older checkpoints beyond ``keep`` go, and so do half-written folders: saves that a
+        # killed or cancelled attempt never finished (incomplete, or after this one).
+        mine = _iteration(folder)
+        found = sorted((n, p) for p in self.root.glob("it-*") if p.is_dir() and (n := _iteration(p)) is not None)
+        older = [p for n, p in found if n < mine and (p / "state.json").exists()]
+        stale = [p for n, p in found if n > mine or (n < mine and not (p / "state.json").exists())]
+        for old in older[:max(0, len(older) - max(self.keep - 1, 0))] + stale:
+            shutil.rmtree(old, ignore_errors=True)
+
+
+def _iteration(folder: Path) -> int | None:
+    """The iteration of a checkpoint folder ``it-000009`` (None for another name)."""
+    digits = folder.name[3:]
+    return int(digits) if folder.name.startswith("it-") and digits.isdigit() else None
 
 
 class Checkpointer:

@@ -9,11 +9,18 @@ from umbra.config import RunConfig
 from umbra.job.checkpoint import CheckpointDir, Checkpointer
 from umbra.job.parts import start_parts
 from umbra.job.validation import Validator
-from umbra.rewards.score import Scorer
-from umbra.telemetry.system import SystemSampler
+from umbra.rewards.score import TRAIN_ERRORS, Scorer
+from umbra.telemetry.system import SystemSampler, ask_actors
 from umbra.training.grpo import assign_advantages
 
 log = logging.getLogger("umbra.job")
+
+
+def system_actors(trainers, rollout) -> list[tuple[str, object]]:
+    """The actors whose processes the System charts show, by name: ``trainer-<rank>`` and
+    ``rollout-<instance>`` (a replacement keeps its predecessor's name)."""
+    return ([(f"trainer-{r}", a) for r, a in enumerate(trainers.actors)]
+            + [(f"rollout-{i}", h) for i, h in enumerate(rollout.instances)])
 
 
 def run(config: RunConfig, telemetry, checkpoints: CheckpointDir | None = None) -> None:
@@ -31,11 +38,11 @@ def run(config: RunConfig, telemetry, checkpoints: CheckpointDir | None = None) 
 
     scorer = Scorer(config.reward, config.reward_timeout_s)  # a process pool; closed below
 
-    def score(batch, problems):  # the run's one reward path: training and validation batches alike
-        return scorer.score_batch(batch, problems, parts.tokenizer)
+    def score(batch, problems, errors_metric=TRAIN_ERRORS):  # the run's one reward path: training and validation
+        return scorer.score_batch(batch, problems, parts.tokenizer, errors_metric)
 
     validator = Validator(parts.val_items, config.val_every, config.val_samples, config.val_temperature,
-                          config.iterations, config.seed, parts.val_policy, score)
+                          config.iterations, config.seed, parts.val_policy, score, config.val_before_train)
     try:
         if (state := checkpointer.restore(trainers, data)) is not None:
             first = state.iteration + 1
@@ -44,7 +51,11 @@ def run(config: RunConfig, telemetry, checkpoints: CheckpointDir | None = None) 
                          f"(policy version {trainers.policy_version})")
             log.info(notes[-1])
         log.info("instances and trainer ready")
-        system = SystemSampler()
+        system = SystemSampler(lambda: ask_actors(system_actors(trainers, rollout)))
+        initial: dict[str, float] = {}  # val/* of the initial weights, sent with iteration 0
+        if validator.due_before(first):
+            initial, val_notes = _validate(validator, rollout, 0, len(parts.val_items), "before training")
+            notes += val_notes
         for it in range(first, config.iterations):
             t_iter = time.time()
             if replaced := rollout.replace_dead_instances(it):  # died between iterations: give the replacements the weights
@@ -58,13 +69,11 @@ def run(config: RunConfig, telemetry, checkpoints: CheckpointDir | None = None) 
             metrics["sync/weight_time_s"] = trainers.update_weights(rollout)
             metrics["sync/weight_bytes"] = float(trainers.last_sync_bytes)
             if validator.due(it):  # on the weights just pushed, logged at this iteration's step
-                t_val = time.time()
-                val_metrics, val_notes = validator.run(rollout, it)
+                val_metrics, val_notes = _validate(validator, rollout, it, len(parts.val_items), "")
                 metrics.update(val_metrics)
-                metrics["val/time_s"] = time.time() - t_val
                 batch.events += val_notes  # after the training rollout's own
-                log.info("iteration %d: validation accuracy %.3f on %d prompts (%.2fs)", it,
-                         val_metrics["val/accuracy"], len(parts.val_items), metrics["val/time_s"])
+            elif it == 0:
+                metrics.update(initial)
             metrics["iteration/time_s"] = time.time() - t_iter
             system_metrics, system_notes = system.sample()
             metrics.update(system_metrics)
@@ -81,3 +90,13 @@ def run(config: RunConfig, telemetry, checkpoints: CheckpointDir | None = None) 
         trainers.shutdown()
         rollout.shutdown()
         scorer.close()
+
+
+def _validate(validator, rollout, it: int, prompts: int, when: str) -> tuple[dict[str, float], list[str]]:
+    """``validator.run`` with ``val/time_s`` added, logged."""
+    t_val = time.time()
+    metrics, notes = validator.run(rollout, it)
+    metrics["val/time_s"] = time.time() - t_val
+    log.info("iteration %d: validation accuracy %.3f on %d prompts (%.2fs)%s", it, metrics["val/accuracy"],
+             prompts, metrics["val/time_s"], f" {when}" if when else "")
+    return metrics, notes

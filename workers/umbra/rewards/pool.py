@@ -6,7 +6,8 @@ time in its main thread (math-verify bounds parsing with a signal alarm, which o
 there). A call that raises, returns something other than a finite number (or a dict with
 one as ``score``), or runs past ``timeout_s`` is an :class:`Outcome` with ``error`` set and
 score 0; a worker that timed out or died is killed and replaced. Nothing here raises for a
-bad reward: a reward never kills the run.
+bad reward: a reward never kills the run. What the workers print reaches the job log only up to
+``umbra.rewards.output.OUTPUT_CAP_BYTES`` a run.
 """
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ import traceback
 from collections import deque
 from dataclasses import dataclass, field
 from multiprocessing.connection import wait
+
+from umbra.rewards.output import BoundedOutput
 
 STARTUP_TIMEOUT_S = 120.0  # spawning and importing the reward (math-verify, sympy) on a busy machine
 MAX_EXTRA_KEYS = 16
@@ -94,8 +97,10 @@ def _error(exc: BaseException) -> tuple[str, str]:
     return "\n".join([key, "Traceback (most recent call last):", *lines[:10]]), key
 
 
-def _worker(conn, spec: str) -> None:
-    """A pool worker's main loop: load ``spec``, then answer ``args`` tuples until None / EOF."""
+def _worker(conn, spec: str, output) -> None:
+    """A pool worker's main loop: print into ``output`` (the pool's bounded pipe), load ``spec``,
+    then answer ``args`` tuples until None / EOF."""
+    BoundedOutput.attach(output)
     try:
         fn, load_error = _load(spec), None
     except BaseException as exc:  # noqa: BLE001 -- sys.exit() at import too: reported with every call, score 0
@@ -123,9 +128,9 @@ def _worker(conn, spec: str) -> None:
 
 
 class _Proc:
-    def __init__(self, ctx, spec: str):
+    def __init__(self, ctx, spec: str, output: BoundedOutput):
         self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_worker, args=(child, spec), daemon=True, name="umbra-reward")
+        self.proc = ctx.Process(target=_worker, args=(child, spec, output.writer), daemon=True, name="umbra-reward")
         self.proc.start()
         child.close()
 
@@ -150,14 +155,15 @@ class RewardPool:
         # at import): every later call fails at once with it, instead of waiting out each start-up.
         self.load_error: str | None = None
         self._ctx = mp.get_context("spawn")  # never fork a Ray driver
-        self._procs = [_Proc(self._ctx, spec) for _ in range(max(1, workers))]
+        self.output = BoundedOutput(self._ctx)  # the workers' stdout and stderr, capped
+        self._procs = [_Proc(self._ctx, spec, self.output) for _ in range(max(1, workers))]
         for i, p in enumerate(self._procs):
             if self.load_error is None and not p.ready(STARTUP_TIMEOUT_S):
                 self._procs[i] = self._restart(p)
 
     def _restart(self, p: _Proc) -> _Proc:
         p.kill()
-        new = _Proc(self._ctx, self.spec)
+        new = _Proc(self._ctx, self.spec, self.output)
         if self.load_error is None and not new.ready(STARTUP_TIMEOUT_S):
             new.proc.join(0.5)
             self.load_error = (f"reward did not load within {STARTUP_TIMEOUT_S:g} s (does its file hang at import?)"
@@ -217,4 +223,6 @@ class RewardPool:
             p.proc.join(2)
             if p.proc.is_alive():
                 p.proc.kill()
+                p.proc.join(2)
             p.conn.close()
+        self.output.close()

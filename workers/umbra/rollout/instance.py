@@ -10,6 +10,8 @@ import os
 import time
 from typing import Any
 
+from umbra.telemetry import probe
+
 log = logging.getLogger(__name__)
 
 
@@ -63,6 +65,12 @@ class RolloutInstance:
                 "LedgerScheduler" if current_platform.is_cpu() or spec else "AsyncLedgerScheduler")),
         )
         self.engine = AsyncLLM.from_engine_args(args)
+        probe.own_sample()  # starts the CPU measurement of this actor and its engine processes
+
+    def system_sample(self) -> dict:
+        """This actor's process, the vLLM engine processes it started and its node: CPU,
+        memory, GPU (``umbra.telemetry.probe``)."""
+        return probe.own_sample()
 
     def ready(self) -> dict[str, Any]:
         """Cheap liveness probe: id, pid, the Ray node id (hex) it runs on, the loaded

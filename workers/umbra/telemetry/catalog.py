@@ -8,9 +8,12 @@ here: the platform (comparison summary and defaults), the CLI, and the browser, 
 ``tests/unit/test_metric_catalog.py`` fails on a metric-shaped string in the source that is
 not catalogued, so a new metric cannot be logged without an entry here.
 
-A family of per-instance metrics has one entry whose name holds ``{instance}``
-(``rollout/instance_idle_frac/{instance}`` covers ``rollout/instance_idle_frac/0``, ...);
-fixed families (percentiles) have one entry per member, with ``family`` naming the group.
+A family of metrics keyed by what they measure has one entry whose name holds a placeholder
+(``PLACEHOLDERS``): ``{instance}`` (``rollout/instance_idle_frac/{instance}`` covers
+``rollout/instance_idle_frac/0``, ...), ``{key}``, ``{actor}`` (``system/actor/{actor}/rss_gib``
+covers ``system/actor/trainer-0/rss_gib``) or ``{node}``; a family on the dashboard is one
+chart with a line per member. Fixed families (percentiles) have one entry per member, with
+``family`` naming the group.
 """
 from __future__ import annotations
 
@@ -27,7 +30,7 @@ SECTIONS = ("Rollout speed", "Tail and latency", "Scheduling", "Speculation", "R
 
 @dataclass(frozen=True)
 class Metric:
-    """One logged metric (or a per-instance family, ``{instance}`` in ``name``).
+    """One logged metric (or a family, a placeholder such as ``{instance}`` in ``name``).
 
     ``unit``: as printed after a value (``""`` for counts, fractions and scores);
     ``dashboard``: charted on the run dashboard; ``compare``: a default metric of the
@@ -109,6 +112,9 @@ METRICS: tuple[Metric, ...] = (
     _m("val/reward_mean", REWARD, "val reward", "", "higher", "validation: mean reward of the responses"),
     _m("val/response_len/mean", REWARD, "val response length", "tokens", "none",
        "validation: mean response length"),
+    _m("val/reward_errors", REWARD, "val reward errors", "", "lower",
+       "validation: reward calls that raised, timed out or returned no finite number (scored 0; "
+       "first of each kind in the job notes)"),
     _m("val/time_s", REWARD, "validation time", "s", "lower", "wall time of the validation rollout and scoring",
        dashboard=False),
     # Training
@@ -133,19 +139,28 @@ METRICS: tuple[Metric, ...] = (
        "chunks that were running on a lost instance and ran again elsewhere", dashboard=False),
     _m("rollout/policy_version", SYSTEM, "policy version", "", "none", "weights version the rollout sampled with",
        dashboard=False),
-    # System: CPU and memory sampled by the driver (umbra.telemetry.system)
-    _m("system/node_mem_frac", SYSTEM, "node memory used", "", "lower",
-       "fraction of the driver's node memory in use (total - available)"),
-    _m("system/node_mem_used_gib", SYSTEM, "node memory", "GiB", "lower", "memory in use on the driver's node"),
-    _m("system/node_mem_total_gib", SYSTEM, "node memory total", "GiB", "none", "memory of the driver's node",
+    # System: CPU, memory and GPU per Ray node and per actor (umbra.telemetry.system)
+    _m("system/node/{node}/mem_frac", SYSTEM, "node memory used", "", "lower",
+       "fraction of a Ray node's memory in use (total - available), a line per node the run uses"),
+    _m("system/node/{node}/mem_used_gib", SYSTEM, "node memory", "GiB", "lower", "memory in use on a Ray node"),
+    _m("system/node/{node}/mem_total_gib", SYSTEM, "node memory total", "GiB", "none", "memory of a Ray node",
        dashboard=False),
-    _m("system/node_cpu_percent", SYSTEM, "node CPU", "%", "none",
-       "CPU use of the driver's node since the previous iteration, percent of all cores"),
+    _m("system/node/{node}/cpu_percent", SYSTEM, "node CPU", "%", "none",
+       "CPU use of a Ray node since the previous iteration, percent of all its cores"),
+    _m("system/node/{node}/gpu_util_percent", SYSTEM, "node GPU", "%", "none",
+       "GPU utilisation of a Ray node, mean over its GPUs (NVML: only where pynvml is installed)"),
+    _m("system/node/{node}/gpu_mem_used_gib", SYSTEM, "node GPU memory", "GiB", "lower",
+       "GPU memory in use on a Ray node, summed over its GPUs (NVML)"),
+    _m("system/node/{node}/gpu_mem_total_gib", SYSTEM, "node GPU memory total", "GiB", "none",
+       "GPU memory of a Ray node, summed over its GPUs (NVML)", dashboard=False),
+    _m("system/actor/{actor}/rss_gib", SYSTEM, "actor memory", "GiB", "lower",
+       "resident memory of a trainer rank or rollout instance actor with the processes it started "
+       "(the vLLM engine core), a line per actor (hosts and pids in the events)"),
+    _m("system/actor/{actor}/cpu_percent", SYSTEM, "actor CPU", "%", "none",
+       "CPU use of an actor and the processes it started since the previous iteration, percent of one core"),
+    _m("system/actor/{actor}/gpu_mem_gib", SYSTEM, "actor GPU memory", "GiB", "lower",
+       "GPU memory of an actor's processes (NVML per process, else torch's reserved memory); GPU runs only"),
     _m("system/driver_rss_gib", SYSTEM, "driver memory", "GiB", "lower", "resident memory of the job's driver"),
-    _m("system/actor_rss_gib/{instance}", SYSTEM, "actor memory", "GiB", "lower",
-       "resident memory of one of the job's actors on the driver's node (named in the events)", dashboard=False),
-    _m("system/actor_cpu_percent/{instance}", SYSTEM, "actor CPU", "%", "none",
-       "CPU use of one of the job's actors since the previous iteration, percent of one core", dashboard=False),
 )
 
 BY_NAME: dict[str, Metric] = {m.name: m for m in METRICS}
@@ -153,16 +168,24 @@ BY_NAME: dict[str, Metric] = {m.name: m for m in METRICS}
 ITERATION_METRIC = "iteration/time_s"
 
 
+# What each placeholder of a family's name stands for (a regular expression, the same in
+# JavaScript: the browser reads them from ``document()``); actors and nodes as
+# ``umbra.telemetry.probe.metric_key`` writes them.
+PLACEHOLDERS = {"instance": r"\d+", "key": r"[a-z0-9_]+", "actor": r"[a-z0-9_.-]+", "node": r"[a-z0-9_.-]+"}
+
+
 def _pattern(template: str) -> re.Pattern:
-    return re.compile(re.escape(template).replace(re.escape("{instance}"), r"\d+")
-                      .replace(re.escape("{key}"), r"[a-z0-9_]+"))
+    pattern = re.escape(template)
+    for name, regex in PLACEHOLDERS.items():
+        pattern = pattern.replace(re.escape("{" + name + "}"), regex)
+    return re.compile(pattern)
 
 
 _FAMILIES = tuple((_pattern(m.name), m) for m in METRICS if "{" in m.name)
 
 
 def lookup(name: str) -> Metric | None:
-    """The entry of a logged name (a per-instance name maps to its family), or None."""
+    """The entry of a logged name (a family member maps to its family), or None."""
     if name in BY_NAME:
         return BY_NAME[name]
     return next((m for p, m in _FAMILIES if p.fullmatch(name)), None)
@@ -177,7 +200,7 @@ def get(name: str) -> Metric:
 
 
 def dashboard_metrics() -> list[str]:
-    """Names charted on the run dashboard, in catalogue order."""
+    """Names charted on the run dashboard, in catalogue order (a family: one chart, a line per member)."""
     return [m.name for m in METRICS if m.dashboard]
 
 
@@ -188,5 +211,6 @@ def compare_defaults() -> list[str]:
 
 def document() -> dict:
     """The catalogue as JSON for the browser: ``{"sections": [...], "metrics": [{"name",
-    "section", "label", "unit", "better", "description", "dashboard", "compare", "family"}, ...]}``."""
-    return {"sections": list(SECTIONS), "metrics": [asdict(m) for m in METRICS]}
+    "section", "label", "unit", "better", "description", "dashboard", "compare", "family"}, ...],
+    "placeholders": PLACEHOLDERS}``."""
+    return {"sections": list(SECTIONS), "metrics": [asdict(m) for m in METRICS], "placeholders": dict(PLACEHOLDERS)}

@@ -10,8 +10,10 @@ goes to all ranks, and a rank that dies fails the call naming the rank and its n
 from __future__ import annotations
 
 import logging
+import time
+from pathlib import Path
 
-from umbra.training.weight_sync import push_weights
+from umbra.training.weight_sync import push_weights, remove_stale_shared_files
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +101,11 @@ class TrainerGroup:
                           gradient_checkpointing=gradient_checkpointing, **(algo or {}))
                   for r in range(ranks)]
         group = cls(actors, placement=pg)
-        group.nodes = group._all("node")
+        try:
+            group.nodes = group._all("node")
+        except Exception:
+            group.shutdown()  # a rank that died starting: stop the others, free the placement group
+            raise
         log.info("trainer group: %d rank(s) on %s", ranks, ", ".join(n["host"] for n in group.nodes))
         return group
 
@@ -147,11 +153,13 @@ class TrainerGroup:
     def update_weights(self, manager, only: list[int] | None = None) -> float:
         """Push the current weights to ``manager``'s instances (all, or the indices ``only``);
         returns seconds taken and keeps the file's size in ``last_sync_bytes`` (see
-        ``umbra.training.weight_sync``)."""
-        import ray
-
-        seconds = push_weights(self.actor, manager, self.policy_version, only, peers=self.actors[1:])
-        self.last_sync_bytes = int(ray.get(self.actor.weights_bytes.remote()))
+        ``umbra.training.weight_sync``). Every rank joins the gather of the full state dict
+        into rank 0's file, so a rank that dies there fails the sync at once, named."""
+        t0 = time.time()
+        path = self._all("save_weights")[0]
+        push_weights(path, self.actor.weights_blob.remote, manager, self.policy_version, only)
+        seconds = time.time() - t0
+        self.last_sync_bytes = int(self._gather([self.actor.weights_bytes.remote()])[0])
         return seconds
 
     def prompt_logprobs(self, token_ids: list[int]) -> list[float]:
@@ -175,7 +183,9 @@ class TrainerGroup:
         return self.policy_version
 
     def shutdown(self) -> None:
-        """Release the shared-memory weight files (best effort) and stop every rank."""
+        """Release the shared-memory weight files (best effort) and stop every rank; after a
+        rank failure the ranks are not asked (they may wait in a collective): once killed,
+        the files of those on this node are removed here."""
         import ray
 
         if not self._failed:
@@ -195,3 +205,18 @@ class TrainerGroup:
                 remove_placement_group(self.placement)
             except Exception:  # noqa: BLE001
                 pass
+        if self._failed:
+            self._remove_killed_ranks_files()
+
+    def _remove_killed_ranks_files(self, wait_s: float = 10.0) -> None:
+        """Once the killed ranks on this node have exited (up to ``wait_s``), remove the
+        shared-memory weight folders they left (tmpfs holds them in RAM); those on other
+        nodes go when the next trainer starts there (``remove_stale_shared_files``)."""
+        import socket
+
+        host = socket.gethostname()
+        local = [n["pid"] for n in self.nodes if n["host"] == host and n["pid"]]
+        deadline = time.time() + wait_s
+        while any(Path(f"/proc/{pid}").exists() for pid in local) and time.time() < deadline:
+            time.sleep(0.2)
+        remove_stale_shared_files()

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import torch
 
+from umbra.telemetry import probe
 from umbra.training import hf_folder, shards, weight_sync
 from umbra.training.batch import pack, token_logprobs
 from umbra.training.grpo import grpo_loss, masked_mean
@@ -81,6 +82,11 @@ class GRPOTrainer:
         self.model_path = model_path
         self.policy_version = 0
         self._weights_path: str | None = None
+        probe.own_sample()  # starts the CPU measurement of this rank's processes
+
+    def system_sample(self) -> dict:
+        """This rank's process (and any it started) and node: CPU, memory, GPU (``umbra.telemetry.probe``)."""
+        return probe.own_sample()
 
     def node(self) -> dict:
         """Where this rank runs: ``rank``, ``host``, ``pid`` (the group names a dead rank by it)."""

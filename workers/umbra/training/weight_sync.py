@@ -6,7 +6,9 @@ Three sides of one protocol:
   safetensors file in shared memory (:func:`save_shared_file`) or serialized to bytes
   (:func:`to_bytes`);
 - driver side: :func:`push_weights` asks every instance to load the file (instances on the
-  trainer's node) and sends the bytes through Ray's object store to the others, once;
+  trainer's node) and sends the bytes through Ray's object store to the others, once (the
+  trainer group has its ranks write the file first, and fails the sync naming a rank that
+  dies there);
 - engine side: :class:`WeightLoadingExtension`, mixed into vLLM's worker class, loads either
   form with ``worker.reload_weights``.
 
@@ -18,7 +20,6 @@ import hashlib
 import os
 import shutil
 import tempfile
-import time
 from pathlib import Path
 
 
@@ -88,24 +89,19 @@ def remove_stale_shared_files() -> None:
             shutil.rmtree(folder, ignore_errors=True)
 
 
-def push_weights(trainer, manager, version: int, only: list[int] | None = None, peers: list | None = None) -> float:
-    """Load the weights of ``trainer`` (an actor with ``save_weights``/``weights_blob``) into
-    the rollout instances of ``manager`` (all, or the indices ``only``) as policy ``version``;
-    returns the seconds taken. ``peers``: the other ranks of a sharded trainer, which join
-    the gather of the full state dict. The file path is tried first; instances that do not see
-    the file (another node) get the bytes, put into the object store once for all of them."""
-    import ray
-
-    t0 = time.time()
-    path = ray.get([trainer.save_weights.remote()] + [p.save_weights.remote() for p in peers or []])[0]
+def push_weights(path: str, blob, manager, version: int, only: list[int] | None = None) -> None:
+    """Load the weights file ``path`` (:func:`save_shared_file`, written by the trainer) into
+    the rollout instances of ``manager`` (all, or the indices ``only``) as policy ``version``.
+    The path is tried first; instances that do not see the file (another node) get ``blob()``
+    (the bytes, e.g. the object ref of the trainer's ``weights_blob``), made once for all of
+    them."""
     targets = list(range(len(manager.instances))) if only is None else list(only)
     answers = manager.load_weights(path, version, targets)
     remote = [i for i, answer in zip(targets, answers) if answer is None]
     if remote:
-        manager.load_weights(trainer.weights_blob.remote(), version, remote)
+        manager.load_weights(blob(), version, remote)
     if only is None:
         manager.policy_version = version
-    return time.time() - t0
 
 
 class WeightLoadingExtension:

@@ -17,6 +17,21 @@ from teams.models import Membership, Team
 from umbra.config import RunConfig
 
 DEMO_USER, DEMO_PASSWORD = "demo", "umbra-demo"
+# printed per iteration when present (val/accuracy only at validation iterations)
+FOLLOWED_MORE = (("reward/mean", "reward"), ("val/accuracy", "val/accuracy"))
+FOLLOWED = ("rollout/throughput_tok_s", *(name for name, _ in FOLLOWED_MORE))
+
+
+
+def _read_config(path: str):
+    """A run config YAML file (fields, optional experiment), read as ``umbra submit FILE`` reads it."""
+    from umbra.client.errors import UsageError
+    from umbra.client.submission import load_submission
+
+    try:
+        return load_submission(path)
+    except UsageError as exc:
+        raise CommandError(str(exc)) from None
 
 
 class Command(BaseCommand):
@@ -29,6 +44,8 @@ class Command(BaseCommand):
         parser.add_argument("--prompts", type=int, default=8)
         parser.add_argument("--group-size", type=int, default=8)
         parser.add_argument("--max-tokens", type=int, default=256)
+        parser.add_argument("--config", default="",
+                            help="a run config YAML file; its fields replace the demo's (e.g. examples/learn.yaml)")
         parser.add_argument("--follow", action="store_true",
                             help="show progress until the run ends (exit 1 unless it succeeds)")
         parser.add_argument("--base-url", default="http://127.0.0.1:8000")
@@ -40,14 +57,20 @@ class Command(BaseCommand):
             user.set_password(DEMO_PASSWORD)
             user.save()
         Membership.objects.get_or_create(user=user, team=team, defaults={"role": Membership.Role.ADMIN})
+        fields = {"model": opts["model"], "dataset": opts["data"], "iterations": opts["iterations"],
+                  "prompts_per_iteration": opts["prompts"], "group_size": opts["group_size"],
+                  "max_tokens": opts["max_tokens"]}
+        experiment = "demo"
+        if opts["config"]:
+            submission = _read_config(opts["config"])
+            fields.update(submission.config)
+            experiment = submission.experiment or experiment
         try:
-            config = RunConfig(model=opts["model"], dataset=opts["data"], iterations=opts["iterations"],
-                               prompts_per_iteration=opts["prompts"], group_size=opts["group_size"],
-                               max_tokens=opts["max_tokens"])
+            config = RunConfig(**fields)
         except ValidationError as exc:
             raise CommandError(f"invalid demo config: {exc}") from None
         try:
-            run = create_run(user, team, "demo", config)
+            run = create_run(user, team, experiment, config)
         except SubmissionRefused as exc:  # e.g. the demo team's queue is full
             raise CommandError(f"the demo run was not submitted: {exc}") from None
         url = f"{opts['base_url']}/runs/{run.pk}/"
@@ -61,12 +84,17 @@ class Command(BaseCommand):
         while True:
             run = Run.objects.get(pk=run_id)
             # telemetry's MetricPoint, through its reverse relation: runs does not import telemetry
-            points = dict(run.metric_points.filter(step__gt=seen, name="rollout/throughput_tok_s")
-                          .values_list("step", "value"))
-            for step in sorted(points):
+            rows = run.metric_points.filter(step__gt=seen, name__in=FOLLOWED).values_list("step", "name", "value")
+            points: dict[int, dict[str, float]] = {}
+            for step, name, value in rows:
+                points.setdefault(step, {})[name] = value
+            for step in sorted(p for p in points if "rollout/throughput_tok_s" in points[p]):
                 note = " (first point: the dashboard is live)" if seen < 0 else ""
+                got = points[step]
+                more = "".join(f", {label} {got[name]:.3f}" for name, label in FOLLOWED_MORE if name in got)
                 self.stdout.write(f"\n[{time.time() - start:5.0f}s] iteration {step}: "
-                                  f"{points[step]:.0f} tok/s rollout throughput{note}", ending="")
+                                  f"{got['rollout/throughput_tok_s']:.0f} tok/s rollout throughput{more}{note}",
+                                  ending="")
                 seen = step
             if run.is_terminal:
                 self.stdout.write(f"\n[{time.time() - start:5.0f}s] run {run.state}")
