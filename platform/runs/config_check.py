@@ -45,6 +45,25 @@ def _outside_roots(field: str, value: Any) -> str | None:
             f"{', '.join(map(str, roots))} (operators add folders with {env})")
 
 
+SURROGATE_ERROR = "holds a lone surrogate (a \\ud800-\\udfff escape), which is not Unicode text"
+
+
+def _has_surrogate(text: str) -> bool:
+    return any("\ud800" <= c <= "\udfff" for c in text)
+
+
+def _without_surrogates(values: dict[str, Any], errors: dict[str, list[str]]) -> dict[str, Any]:
+    """``values`` less the keys and strings holding a lone surrogate (JSON's ``"\\ud800"``), each
+    refused in ``errors`` (the key escaped): messages that quote such a value could not be
+    written as UTF-8, so a page or a 400 showing them would fail."""
+    bad = [k for k, v in values.items()
+           if _has_surrogate(str(k)) or (isinstance(v, str) and _has_surrogate(v))]
+    for k in bad:
+        field = str(k).encode("ascii", "backslashreplace").decode() if _has_surrogate(str(k)) else k
+        errors.setdefault(field, []).append(SURROGATE_ERROR)
+    return {k: v for k, v in values.items() if k not in bad}
+
+
 def check_config(values: dict[str, Any], strict: bool = False) -> tuple[RunConfig | None, dict[str, list[str]]]:
     """Validate ``values`` (RunConfig fields; missing ones take defaults).
 
@@ -54,6 +73,7 @@ def check_config(values: dict[str, Any], strict: bool = False) -> tuple[RunConfi
     tied to one field (unknown keys are reported under their own name).
     """
     errors: dict[str, list[str]] = {}
+    values = _without_surrogates(values, errors)
     cluster = values.get("cluster", "")
     if cluster and cluster not in settings.UMBRA_ALLOWED_CLUSTERS:
         errors.setdefault("cluster", []).append(CLUSTER_ERROR)

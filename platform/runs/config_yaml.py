@@ -6,9 +6,9 @@ from typing import Any
 
 import yaml
 
-from umbra.config_yaml import ConfigLoader
+from umbra.config_yaml import MAX_YAML_BYTES, ConfigLoader
 
-MAX_YAML_BYTES = 64 * 1024
+__all__ = ["MAX_YAML_BYTES", "ConfigYamlError", "config_to_yaml", "parse_config_yaml"]
 
 
 class ConfigYamlError(ValueError):

@@ -242,4 +242,4 @@ def failure_reason(message: str, log_tail: str) -> str:
     lines = [ln.strip() for ln in _ANSI.sub("", log_tail).splitlines() if ln.strip()]
     errors = [ln for ln in lines if _ERROR.search(ln)]
     detail = list(dict.fromkeys(errors[-3:] or lines[-5:]))  # de-duplicated, in order
-    return "\n".join([headline.split(", last available logs")[0], *detail])[:4000]
+    return ray_jobs.storable("\n".join([headline.split(", last available logs")[0], *detail])[:4000])

@@ -56,6 +56,12 @@ AB_ABLATIONS = (
 AB_BASELINE = "verl"
 
 
+def _is_flag(name: str) -> bool:
+    """Whether ``name`` is a true/false RunConfig field (a checkbox)."""
+    info = RunConfig.model_fields.get(name)
+    return info is not None and info.annotation is bool
+
+
 def _post_value(value):
     """A YAML value as the form's POST would carry it (booleans: a checked box or none)."""
     if isinstance(value, bool):
@@ -103,6 +109,12 @@ class RunForm(forms.Form):
             values = parse_config_yaml(text, set(RunConfig.model_fields) | {"experiment"})
         except ConfigYamlError as exc:
             self.yaml_error = str(exc)
+            return data
+        # A checkbox reads any text but "false" as checked: `spec_decoding: 0` or `'no'` would turn it on,
+        # where the API and the CLI refuse a value that is not true/false.
+        flags = [k for k, v in values.items() if _is_flag(k) and not isinstance(v, bool) and v is not None]
+        if flags:
+            self.yaml_error = f"field {flags[0]} in YAML must be true or false, not {str(values[flags[0]])[:40]!r}"
             return data
         data = data.copy()
         for key, value in values.items():

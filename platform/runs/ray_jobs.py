@@ -21,6 +21,7 @@ class ClusterUnavailable(RuntimeError):
 
 
 _USERINFO = re.compile(r"(^|//|\s)[^\s/@]+@")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def redact(text: str) -> str:
@@ -148,9 +149,16 @@ def submit(client, submission_id: str, run_id: int, config: dict, token: str, se
                              runtime_env={"env_vars": env})
 
 
+def storable(text: str) -> str:
+    """``text`` as a PostgreSQL text column holds it: NUL written ``\\x00`` and a lone surrogate
+    as U+FFFD (what a job prints is not ours: a reward that writes binary must not make every
+    later store of the log fail, leaving the run unfollowed)."""
+    return _SURROGATE.sub("\ufffd", text.replace("\x00", "\\x00"))
+
+
 def logs_tail(client, submission_id: str, max_chars: int = 8000) -> str:
-    """The last ``max_chars`` characters of the job's driver log ('' if unavailable)."""
+    """The last ``max_chars`` characters of the job's driver log ('' if unavailable), storable."""
     try:
-        return client.get_job_logs(submission_id)[-max_chars:]
+        return storable(client.get_job_logs(submission_id)[-max_chars:])
     except Exception:
         return ""

@@ -9,6 +9,7 @@ from django.db.models import F
 from runs.models import Run, RunEvent
 from telemetry.broadcast import broadcast, broadcast_to_team
 from telemetry.models import IterationTrace, MetricBatch, MetricPoint
+from telemetry import name_limit
 from telemetry.run_table import KEY_NUMBERS
 from umbra.telemetry import catalog
 from umbra.telemetry.messages import EventNote, EventsMessage, MetricsMessage, RunRowMessage, TraceMessage
@@ -33,8 +34,10 @@ def ingest(run: Run, batch: BatchIn) -> bool:
             MetricBatch.objects.create(run=run, seq=batch.seq)
             # Writing points through here is what keeps cached series (series_cache) fresh.
             Run.objects.filter(pk=run.pk).update(metrics_version=F("metrics_version") + 1)
+            points, dropped = name_limit.within_name_limit(run.pk, points)
             _upsert_points(run.pk, points)
-            events = _store_notes(run, batch.events) if batch.events else []
+            notes = [*batch.events, *_name_limit_note(run, dropped)]
+            events = _store_notes(run, notes) if notes else []
             if batch.trace is not None:
                 IterationTrace.objects.update_or_create(
                     run=run, iteration=batch.trace.iteration,
@@ -86,6 +89,20 @@ def _store_notes(run: Run, notes: list[str]) -> list[RunEvent]:
     return RunEvent.objects.bulk_create(
         [RunEvent(run=run, kind=RunEvent.Kind.JOB, from_state=run.state, to_state=run.state, reason=e)
          for e in notes[:max(room, 0)]])
+
+
+NAME_LIMIT_NOTE = "metric names past the run's limit"
+
+
+def _name_limit_note(run: Run, dropped: list[str]) -> list[str]:
+    """The note for the first batch whose points of new names were dropped (``telemetry.name_limit``)."""
+    if not dropped or RunEvent.objects.filter(run=run, kind=RunEvent.Kind.JOB,
+                                              reason__startswith=NAME_LIMIT_NOTE).exists():
+        return []
+    log.warning("run %s: dropping points of %d metric names past the limit of %d", run.pk, len(dropped),
+                name_limit.MAX_METRIC_NAMES)
+    return [f"{NAME_LIMIT_NOTE} of {name_limit.MAX_METRIC_NAMES:,} distinct names are not stored (this batch: "
+            f"{len(dropped):,}, such as {', '.join(dropped[:3])}; later new names are dropped too)"[:1000]]
 
 
 def _upsert_points(run_id: int, points) -> None:

@@ -100,7 +100,9 @@ def state_of(run: Run) -> str:
 
 
 def events_of(run: Run) -> list[str]:
-    return list(run.events.values_list("to_state", flat=True))
+    """The run's state transitions (a job note posted before the follower records `running`
+    carries the state of its moment, `dispatching`, and is not a transition)."""
+    return list(run.events.filter(kind=RunEvent.Kind.STATE).values_list("to_state", flat=True))
 
 
 def _alive(pid: int) -> bool:

@@ -205,3 +205,24 @@ def test_limits_are_inclusive(client, run_token):
     resp = _post(client, run.pk, {"seq": 2**31 - 1, "points": points}, token)
     assert resp.status_code == 201, resp.content[:300]
     assert MetricPoint.objects.filter(run=run).count() == 10_000
+
+
+def test_points_of_names_past_the_runs_limit_are_dropped_with_one_note(client, run_token, monkeypatch):
+    """A job logging a new name per point (hostile host names, say) must not make the run page
+    load them all; the batch's other points are kept, and one note says so."""
+    from runs.models import RunEvent
+    from telemetry import name_limit
+
+    monkeypatch.setattr(name_limit, "MAX_METRIC_NAMES", 5)
+    run, token = run_token
+    for seq in (1, 2):
+        points = [{"name": "rollout/time_s", "step": seq, "value": 1.0}] + [
+            {"name": f"system/node/h{seq}-{i}/cpu_percent", "step": seq, "value": 2.0} for i in range(6)]
+        assert _post(client, run.pk, {"seq": seq, "points": points}, token).status_code == 201
+    names = set(MetricPoint.objects.filter(run=run).values_list("name", flat=True))
+    assert names == {"rollout/time_s", *(f"system/node/h1-{i}/cpu_percent" for i in range(4))}
+    assert MetricPoint.objects.filter(run=run, name="rollout/time_s").count() == 2  # a known name is kept
+    assert name_limit.stored_name_count(run.pk) == 5
+    (note,) = RunEvent.objects.filter(run=run, kind=RunEvent.Kind.JOB).values_list("reason", flat=True)
+    assert note.startswith("metric names past the run's limit of 5 distinct names are not stored (this batch: 2, "
+                           "such as system/node/h1-4/cpu_percent, system/node/h1-5/cpu_percent")

@@ -140,3 +140,14 @@ def test_sys_exit_at_import_is_the_load_error_of_every_call(tmp_path):
     finally:
         p.close()
     assert [o.error_key for o in out] == ["SystemExit: 1"] * 2
+
+
+def test_a_data_file_that_is_a_fifo_is_refused_without_blocking(tmp_path):
+    import os
+
+    path = tmp_path / "rows.jsonl"
+    os.mkfifo(path)  # reading it would wait for a writer forever
+    start = time.monotonic()
+    with pytest.raises(DatasetError, match="not a regular file"):
+        load_file(path)
+    assert time.monotonic() - start < 5.0

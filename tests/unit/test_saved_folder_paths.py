@@ -79,3 +79,28 @@ def test_a_dataset_dict_json_that_is_not_datasets_is_a_clear_error(tmp_path):
     (folder / "dataset_dict.json").write_text("[[[")
     with pytest.raises(DatasetError, match="not a folder written by datasets' save_to_disk"):
         load_file(folder)
+
+
+@pytest.mark.parametrize("entry", ["FIFO", "DIR"])
+def test_a_split_state_json_that_is_no_regular_file_is_refused_without_blocking(tmp_path, entry):
+    """A FIFO would block the read (in the web request that checks the submission) forever."""
+    import os
+    import time
+
+    folder = _dataset_dict(tmp_path)
+    state = folder / "train" / "state.json"
+    state.unlink()
+    os.mkfifo(state) if entry == "FIFO" else state.mkdir()
+    start = time.monotonic()
+    with pytest.raises(DatasetError, match=r"state.json: not a regular file"):
+        load_file(folder)
+    assert time.monotonic() - start < 5.0
+
+
+@pytest.mark.parametrize("split", ["..\\outside", "TRAIN", "\u2024\u2024"])  # Windows separator, case, lookalike dots
+def test_split_names_that_only_look_like_a_way_out_stay_inside(tmp_path, outside, split):
+    folder = _dataset_dict(tmp_path)
+    _set_splits(folder, [split])
+    with pytest.raises(DatasetError) as err:
+        load_file(folder)
+    assert "secret" not in str(err.value)

@@ -106,3 +106,21 @@ def test_long_actor_lists_are_split_into_notes_the_batch_keeps_whole():
     notes = system._lines("system: ", [f"rollout-{i} on some-long-host-name (pid {10000 + i})" for i in range(64)])
     assert len(notes) > 1 and all(len(n) <= 1000 and n.startswith("system: ") for n in notes)
     assert sum(n.count("rollout-") for n in notes) == 64
+
+
+HOSTILE_HOSTS = ["node with spaces", "ünïcødé-ноде", "x" * 300, "{node}", "a/b/../c", "..", "İ\x00\u202e", "", 7]
+
+
+def test_hostile_host_names_give_names_the_wire_and_the_catalog_accept():
+    """A host name the job does not choose (spaces, unicode, 300 characters, ``{}`` or ``/``)
+    must not make a name the platform refuses: a refused batch loses the iteration's metrics."""
+    node = {"mem_frac": 0.5, "mem_used_gib": 1.0, "mem_total_gib": 2.0, "cpu_percent": 3.0}
+    answers = {f"rollout-{i}": {"host": h, "pid": i, "process": {"rss_gib": 0.1}, "node": node}
+               for i, h in enumerate(HOSTILE_HOSTS)}
+    metrics, notes = system.SystemSampler(lambda: answers).sample()
+    nodes = {name.split("/")[2] for name in metrics if name.startswith("system/node/")}
+    assert len(nodes) >= len(HOSTILE_HOSTS) - 2  # "" and ".." both read "unknown"; the rest stay apart
+    assert all(len(key) <= 63 and key == probe.metric_key(key) for key in nodes)
+    assert all(catalog.lookup(name) is not None and catalog.lookup(name).section == "System" for name in metrics)
+    batch = TelemetryClient.build(1, 0, metrics, events=notes)  # raises for a name or note the wire refuses
+    assert {p.name for p in batch.points} == set(metrics)

@@ -39,6 +39,23 @@ def test_validation_before_train_needs_a_validation_set():
     assert RunConfig(val_before_train=True, dataset="arith-easy", val_fraction=0.25).val_before_train
 
 
+def test_validation_before_train_on_a_one_iteration_run_would_share_step_0_and_is_refused():
+    """Iteration 0 is not validated after its update when val_before_train takes step 0; in a
+    1-iteration run that was the last validation, which the run would then silently lack."""
+    import pytest
+    from pydantic import ValidationError
+
+    from umbra.config import RunConfig
+
+    with pytest.raises(ValidationError, match="a run of 1 iteration logs both"):
+        RunConfig(val_before_train=True, val_every=1, iterations=1, val_fraction=0.25)
+    initial_only = RunConfig(val_before_train=True, val_every=0, iterations=1, val_fraction=0.25)
+    v = Validator([object()], every=initial_only.val_every, samples=1, temperature=0.0, iterations=1, seed=0,
+                  policy=None, score=None, before_train=True)
+    assert v.due_before(0) and not v.due(0)
+    assert RunConfig(val_every=1, iterations=1, val_fraction=0.25).iterations == 1  # no step-0 validation: fine
+
+
 def test_metrics_count_rewards_over_half_as_correct():
     samples = [SimpleNamespace(reward=r, response_token_ids=[0] * n) for r, n in ((1.0, 4), (0.5, 2), (0.0, 6), (0.9, 4))]
     assert validation_metrics(samples) == {"val/accuracy": 0.5, "val/reward_mean": 0.6,

@@ -150,6 +150,16 @@ class RunConfig(BaseModel):
             raise ValueError(f"prompts_per_iteration x group_size = {prompts * v} requests; at most {MAX_REQUESTS}")
         return v
 
+    @field_validator("iterations")
+    @classmethod
+    def _one_validation_per_step(cls, v: int, info: ValidationInfo) -> int:
+        # val_before_train logs at step 0, the step a 1-iteration run's last validation (after its
+        # update) takes: one of the two would be lost.
+        if v == 1 and info.data.get("val_before_train") and info.data.get("val_every"):
+            raise ValueError("a run of 1 iteration logs both val_before_train's validation and its last one at "
+                             "step 0: give iterations >= 2, or val_every: 0 to validate the initial weights only")
+        return v
+
     @field_validator("max_tokens")
     @classmethod
     def _fits_context(cls, v: int, info: ValidationInfo) -> int:

@@ -16,7 +16,7 @@ from pathlib import Path
 import yaml
 
 from umbra.client.errors import UsageError
-from umbra.config_yaml import ConfigLoader
+from umbra.config_yaml import MAX_YAML_BYTES, ConfigLoader
 
 SUBMISSION_KEYS = ("team", "experiment")
 
@@ -39,24 +39,43 @@ def _name(value, key: str, path: str) -> str | None:
     return str(value).strip()
 
 
+def _read_text(path: str) -> str:
+    """The text of the file ``path``: a regular file (not a directory, FIFO or device such as
+    /dev/zero) of at most MAX_YAML_BYTES of UTF-8; raises UsageError saying which it is not."""
+    p = Path(path)
+    try:
+        if not p.is_file():  # follows a symlink; a FIFO would block the read, /dev/zero never ends
+            raise UsageError(f"{path}: no such file" if not p.exists() else f"{path}: not a regular file")
+        with p.open("rb") as f:
+            raw = f.read(MAX_YAML_BYTES + 1)
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    if len(raw) > MAX_YAML_BYTES:
+        raise UsageError(f"{path}: longer than {MAX_YAML_BYTES // 1024} KiB: not a run config")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{path}: not UTF-8 text (byte {exc.start + 1})") from None
+
+
 def load_submission(path: str, team: str | None = None, experiment: str | None = None) -> Submission:
     """Read ``path`` into a :class:`Submission`; ``team``/``experiment`` (the flags)
     win over the file's keys.
 
     Raises:
-        UsageError: the file is missing, unreadable, not YAML, or not a mapping.
+        UsageError: the file is missing, not a regular file, unreadable, longer than
+            MAX_YAML_BYTES, not UTF-8, not YAML, or not a mapping.
     """
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UsageError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{path}: cannot read ({exc})") from None
+    text = _read_text(path)
     try:
         data = yaml.load(text, Loader=ConfigLoader)  # a SafeLoader: no Python objects
     except RecursionError:
         raise UsageError(f"{path}: invalid YAML: nested too deeply") from None
+    except (ValueError, OverflowError) as exc:  # an integer of 5,000 digits
+        raise UsageError(f"{path}: invalid YAML: {str(exc)[:120] or type(exc).__name__}") from None
+    except yaml.reader.ReaderError as exc:  # NUL or another character YAML does not allow
+        char = f"U+{exc.character:04X}" if isinstance(exc.character, int) else repr(exc.character)
+        raise UsageError(f"{path}: invalid YAML (character {exc.position + 1}): {char} is not allowed in YAML") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""

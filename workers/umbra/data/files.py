@@ -106,6 +106,8 @@ def _read(p: Path, max_rows: int | None = None):
                 raise DatasetError(f"{p}: a DatasetDict without a '{SPLIT}' split (splits: {', '.join(ds)})")
             ds = ds[SPLIT] if SPLIT in ds else next(iter(ds.values()))
         return ds
+    if not p.is_file():  # a FIFO would block the read (in a web request), a device never ends
+        raise DatasetError(f"{p}: not a regular file or a save_to_disk folder")
     suffix = p.suffix.lower()
     if suffix not in JSON_SUFFIXES + PARQUET_SUFFIXES:
         raise DatasetError(f"{p}: unknown file type '{suffix}'; use .jsonl, .parquet or a save_to_disk folder")

@@ -42,6 +42,8 @@ def _inside(path: Path, root: Path, folder: Path) -> Path:
 def _json(path: Path, root: Path, folder: Path) -> dict:
     _inside(path, root, folder)
     try:
+        if not path.is_file():  # a FIFO would block the read; a directory or device is not datasets' JSON
+            raise ValueError("not a regular file" if path.exists() else "missing")
         if path.stat().st_size > MAX_JSON_BYTES:
             raise ValueError(f"larger than {MAX_JSON_BYTES // 2**20} MiB")
         doc = json.loads(path.read_text(encoding="utf-8"))

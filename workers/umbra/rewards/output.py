@@ -28,7 +28,9 @@ class BoundedOutput:
 
     @staticmethod
     def attach(writer) -> None:
-        """In a worker: send file descriptors 1 and 2 (and ``sys.stdout``/``sys.stderr``) into ``writer``."""
+        """In a worker: send file descriptors 1 and 2 (and ``sys.stdout``/``sys.stderr``) into
+        ``writer``, line-buffered: a ``print`` is one write, so the lines of workers printing at
+        once do not mix mid-line (unbuffered, as under PYTHONUNBUFFERED, each of its pieces is a write)."""
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()
@@ -37,6 +39,11 @@ class BoundedOutput:
         os.dup2(writer.fileno(), 1)
         os.dup2(writer.fileno(), 2)
         writer.close()
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.reconfigure(line_buffering=True, write_through=False)
+            except (AttributeError, OSError, ValueError):  # replaced by something that is no TextIOWrapper
+                pass
 
     def _drain(self) -> None:
         """The reader thread: forwards, counts and drops until every write end is closed; it

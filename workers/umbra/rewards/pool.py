@@ -5,7 +5,8 @@ Each worker is a spawned process that loads the run's reward once and answers on
 time in its main thread (math-verify bounds parsing with a signal alarm, which only works
 there). A call that raises, returns something other than a finite number (or a dict with
 one as ``score``), or runs past ``timeout_s`` is an :class:`Outcome` with ``error`` set and
-score 0; a worker that timed out or died is killed and replaced. Nothing here raises for a
+score 0; a worker that timed out or died is killed and replaced, with the processes its reward
+started (and :meth:`RewardPool.close` ends those too). Nothing here raises for a
 bad reward: a reward never kills the run. What the workers print reaches the job log only up to
 ``umbra.rewards.output.OUTPUT_CAP_BYTES`` a run.
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 import math
 import multiprocessing as mp
 import numbers
+import os
 import re
 import time
 import traceback
@@ -21,8 +23,11 @@ from collections import deque
 from dataclasses import dataclass, field
 from multiprocessing.connection import wait
 
+import psutil
+
 from umbra.rewards.output import BoundedOutput
 
+LIVENESS_S = 0.5  # how often a busy worker's exit is looked for
 STARTUP_TIMEOUT_S = 120.0  # spawning and importing the reward (math-verify, sympy) on a busy machine
 MAX_EXTRA_KEYS = 16
 _KEY = re.compile(r"[^a-z0-9_]+")
@@ -99,12 +104,16 @@ def _error(exc: BaseException) -> tuple[str, str]:
 
 def _worker(conn, spec: str, output) -> None:
     """A pool worker's main loop: print into ``output`` (the pool's bounded pipe), load ``spec``,
-    then answer ``args`` tuples until None / EOF."""
+    then answer ``args`` tuples until None / EOF. A copy of this process that the reward forked
+    (``os.fork()`` returning in the child) ends as the call does: answering too, it would put
+    a second result on the connection, which the next call would take for its own."""
     BoundedOutput.attach(output)
+    me = os.getpid()
     try:
         fn, load_error = _load(spec), None
     except BaseException as exc:  # noqa: BLE001 -- sys.exit() at import too: reported with every call, score 0
         fn, load_error = None, _error(exc)
+    _exit_if_forked(me)  # a file that forks as it is imported
     conn.send("ready")
     while True:
         try:
@@ -119,12 +128,47 @@ def _worker(conn, spec: str, output) -> None:
         try:
             value = fn(*args)
         except Exception as exc:
+            _exit_if_forked(me)
             conn.send(("err", *_error(exc)))
             continue
+        _exit_if_forked(me)
         try:
             conn.send(("ok", *normalise_result(value)))
         except Exception as exc:  # a bad result: its message says what came back
             conn.send(("err", f"{type(exc).__name__}: {exc}", f"{type(exc).__name__}: {exc}"))
+
+
+def _exit_if_forked(worker_pid: int) -> None:
+    if os.getpid() != worker_pid:
+        os._exit(0)
+
+
+def _children(proc) -> list[psutil.Process]:
+    """The processes ``proc`` started and theirs ([] once it is gone)."""
+    try:
+        return psutil.Process(proc.pid).children(recursive=True)
+    except psutil.Error:
+        return []
+
+
+def _kill(processes: list[psutil.Process]) -> None:
+    for child in processes:
+        try:
+            child.kill()  # psutil checks that the pid is still that process
+        except psutil.Error:
+            pass
+
+
+def _kill_tree(proc) -> None:
+    """Kill ``proc`` and the processes it started (what a timed-out or finished reward left
+    running), then reap ``proc`` by its pid: a child of the reward may hold the pipe that
+    ``Process.join`` waits on, so join could wait for that child instead."""
+    children = _children(proc)
+    proc.kill()
+    _kill(children)
+    deadline = time.monotonic() + 5.0
+    while proc.is_alive() and time.monotonic() < deadline:  # is_alive reaps it (waitpid)
+        time.sleep(0.01)
 
 
 class _Proc:
@@ -141,8 +185,7 @@ class _Proc:
             return False
 
     def kill(self) -> None:
-        self.proc.kill()
-        self.proc.join(5)
+        _kill_tree(self.proc)
         self.conn.close()
 
 
@@ -193,16 +236,23 @@ class RewardPool:
             if not busy:  # every call just handed out failed to send
                 continue
             first_deadline = min(d for _, d in busy.values())
-            ready = wait([self._procs[i].conn for i in busy], max(0.0, first_deadline - time.monotonic()))
+            # woken at least every LIVENESS_S: a worker that died while a process it started holds its
+            # end of the connection gives no EOF, only its exit shows
+            ready = wait([self._procs[i].conn for i in busy],
+                         min(LIVENESS_S, max(0.0, first_deadline - time.monotonic())))
             for i in list(busy):
                 p, (n, deadline) = self._procs[i], busy[i]
-                if p.conn in ready:
+                if p.conn in ready or not p.proc.is_alive():
                     del busy[i]
                     try:
+                        if p.conn not in ready and not p.conn.poll(0):
+                            raise EOFError  # exited without an answer
                         kind, a, b = p.conn.recv()
                         results[n] = Outcome(score=a, extras=b) if kind == "ok" else Outcome(error=a, error_key=b)
                     except (EOFError, OSError):
-                        p.proc.join(1)  # reaped, so that its exit code is known
+                        reap_by = time.monotonic() + 1.0
+                        while p.proc.is_alive() and time.monotonic() < reap_by:  # reaped: its exit code is known
+                            time.sleep(0.01)
                         code = p.proc.exitcode
                         results[n] = Outcome(error=f"reward process died (exit code {code})",
                                              error_key=f"reward process died (exit code {code})")
@@ -215,14 +265,18 @@ class RewardPool:
         return results  # type: ignore[return-value]
 
     def close(self) -> None:
+        """Stop the workers and whatever processes their reward left running."""
+        left = [child for p in self._procs for child in _children(p.proc)]  # before their parent ends
         for p in self._procs:
             try:
                 p.conn.send(None)
             except (OSError, ValueError):
                 pass
-            p.proc.join(2)
-            if p.proc.is_alive():
-                p.proc.kill()
-                p.proc.join(2)
-            p.conn.close()
+        deadline = time.monotonic() + 2.0
+        for p in self._procs:  # each ends on the None; by its pid (Process.join could wait on a reward's child)
+            while p.proc.is_alive() and time.monotonic() < deadline:
+                time.sleep(0.01)
+        for p in self._procs:
+            p.kill()
+        _kill(left)
         self.output.close()

@@ -8,13 +8,14 @@ import time
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
-from pydantic import ValidationError
 
-from runs.models import Run
+from runs.config_check import check_config
+from runs.models import Experiment, Run
 from runs.services import SubmissionRefused, create_run
+from runs.validators import printable_name
 from teams.models import Membership, Team
-from umbra.config import RunConfig
 
 DEMO_USER, DEMO_PASSWORD = "demo", "umbra-demo"
 # printed per iteration when present (val/accuracy only at validation iterations)
@@ -23,15 +24,41 @@ FOLLOWED = ("rollout/throughput_tok_s", *(name for name, _ in FOLLOWED_MORE))
 
 
 
+DEMO_TEAM = "demo"
+
+
 def _read_config(path: str):
-    """A run config YAML file (fields, optional experiment), read as ``umbra submit FILE`` reads it."""
+    """A run config YAML file (fields, optional experiment), read as ``umbra submit FILE`` reads
+    it; a ``team`` other than the demo's is refused (the demo user is only in the demo team)."""
     from umbra.client.errors import UsageError
     from umbra.client.submission import load_submission
 
     try:
-        return load_submission(path)
+        submission = load_submission(path)
     except UsageError as exc:
         raise CommandError(str(exc)) from None
+    if submission.team not in (None, DEMO_TEAM):
+        raise CommandError(f"{path}: team: the demo submits to team '{DEMO_TEAM}', not {submission.team[:60]!r} "
+                           "(remove the key, or submit the file with `umbra submit`)")
+    return submission
+
+
+def _checked_experiment(name: str) -> str:
+    """``name`` if the form and the API would take it as an experiment name."""
+    limit = Experiment._meta.get_field("name").max_length
+    try:
+        printable_name(name)
+    except ValidationError as exc:
+        raise CommandError(f"experiment: {exc.messages[0]}") from None
+    if len(name) > limit:
+        raise CommandError(f"experiment: at most {limit} characters (it has {len(name)})")
+    return name
+
+
+def _one_line(errors: dict[str, list[str]]) -> str:
+    """check_config's field errors as one line: ``field: message; field: message``."""
+    return "; ".join(f"{field}: {msg}" if field != "__all__" else msg
+                     for field, messages in errors.items() for msg in messages)
 
 
 class Command(BaseCommand):
@@ -51,12 +78,6 @@ class Command(BaseCommand):
         parser.add_argument("--base-url", default="http://127.0.0.1:8000")
 
     def handle(self, *args, **opts):
-        team, _ = Team.objects.get_or_create(slug="demo", defaults={"name": "Demo team"})
-        user, created = get_user_model().objects.get_or_create(username=DEMO_USER)
-        if created:
-            user.set_password(DEMO_PASSWORD)
-            user.save()
-        Membership.objects.get_or_create(user=user, team=team, defaults={"role": Membership.Role.ADMIN})
         fields = {"model": opts["model"], "dataset": opts["data"], "iterations": opts["iterations"],
                   "prompts_per_iteration": opts["prompts"], "group_size": opts["group_size"],
                   "max_tokens": opts["max_tokens"]}
@@ -64,11 +85,17 @@ class Command(BaseCommand):
         if opts["config"]:
             submission = _read_config(opts["config"])
             fields.update(submission.config)
-            experiment = submission.experiment or experiment
-        try:
-            config = RunConfig(**fields)
-        except ValidationError as exc:
-            raise CommandError(f"invalid demo config: {exc}") from None
+            experiment = _checked_experiment(submission.experiment or experiment)
+        # the check every door asks, strictly as the API and `umbra submit` (YAML gives typed values)
+        config, errors = check_config(fields, strict=True)
+        if errors:
+            raise CommandError(f"invalid demo config: {_one_line(errors)}")
+        team, _ = Team.objects.get_or_create(slug=DEMO_TEAM, defaults={"name": "Demo team"})
+        user, created = get_user_model().objects.get_or_create(username=DEMO_USER)
+        if created:
+            user.set_password(DEMO_PASSWORD)
+            user.save()
+        Membership.objects.get_or_create(user=user, team=team, defaults={"role": Membership.Role.ADMIN})
         try:
             run = create_run(user, team, experiment, config)
         except SubmissionRefused as exc:  # e.g. the demo team's queue is full
