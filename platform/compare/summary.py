@@ -10,7 +10,7 @@ from umbra.telemetry.summary_columns import SUMMARY_COLUMNS
 COLUMNS: dict[str, tuple[str, str]] = {c.key: (c.metric, c.stat) for c in SUMMARY_COLUMNS}
 # Config keys that choose the rollout policy: runs differing only in these share a config.
 POLICY_KEYS = frozenset({"rollout_policy", "chunk_tokens", "seer_divided", "seer_context_aware", "seer_length_history",
-                         "spec_decoding"})
+                         "spec_decoding", "spec_history"})
 # Reference policies, preferred in this order: the peer as it runs, then its capped variant.
 BASELINE_POLICIES = ("verl", "static-group")
 

@@ -14,7 +14,7 @@ COLLAPSED = frozenset({ADVANCED})
 
 FIELD_SECTION = {
     "experiment": MODEL_AND_DATA, "model": MODEL_AND_DATA, "dataset": MODEL_AND_DATA,
-    "dataset_file": MODEL_AND_DATA, "prompts_per_iteration": MODEL_AND_DATA,
+    "dataset_file": MODEL_AND_DATA, "prompts_per_iteration": MODEL_AND_DATA, "train_max_samples": MODEL_AND_DATA,
     "rollout_policy": ROLLOUT, "group_size": ROLLOUT, "max_tokens": ROLLOUT, "temperature": ROLLOUT,
     "chunk_tokens": ROLLOUT, "spec_decoding": ROLLOUT,
     "iterations": TRAINING, "learning_rate": TRAINING, "kl_coef": TRAINING, "clip_eps": TRAINING,

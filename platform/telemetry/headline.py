@@ -17,7 +17,7 @@ from runs.selectors import visible_runs
 from telemetry.models import MetricPoint
 
 POLICY_KEYS = frozenset({"rollout_policy", "chunk_tokens", "seer_divided", "seer_context_aware", "seer_length_history",
-                         "spec_decoding"})
+                         "spec_decoding", "spec_history"})
 BASELINE_POLICIES = ("verl", "static-group")
 # (key, metric, statistic): the headline, in the order shown.
 HEADLINE = (("throughput", "rollout/throughput_tok_s", "median"), ("tail", "rollout/tail_time_s", "median"),

@@ -7,10 +7,10 @@ import json
 from django import forms
 
 from runs.selectors import visible_runs
-from umbra.rollout.policies.variants import DEFAULT_VARIANTS, VARIANT_NAMES
+from umbra.rollout.policies.variants import DEFAULT_VARIANTS, SIM_VARIANT_NAMES
 from umbra.sim.workload import PRESETS
 
-POLICY_CHOICES = [(n, n) for n in VARIANT_NAMES]
+POLICY_CHOICES = [(n, n) for n in SIM_VARIANT_NAMES]
 MAX_TRACE_BYTES = 5 * 1024 * 1024
 MAX_TRACE_REQUESTS = 20_000
 

@@ -26,7 +26,7 @@ class _Started(Exception):
 @pytest.fixture
 def engines(monkeypatch):
     """Make RolloutManager.start raise _Started with the shape it was given."""
-    def start(cls, model_path, instances, shape, seed, speculative=False):
+    def start(cls, model_path, instances, shape, seed, speculation=None):
         raise _Started(shape)
 
     monkeypatch.setattr(RolloutManager, "start", classmethod(start))
@@ -66,3 +66,20 @@ def test_the_benchmark_sizes_its_engines_by_the_same_rule(tiny_model_path, engin
     assert shape.capacity < 4096  # the KV budget binds, not --max-num-seqs
     assert shape.max_num_seqs == 4096 and shape.max_model_len <= 1024
     assert shape.capacity == concurrency_cap(tiny_model_path, 1, shape.max_model_len, 4096)
+
+
+def test_train_max_samples_keeps_the_first_problems_after_the_hold_out(tiny_model_path):
+    """A small training set (veRL's ``train_max_samples``) brings each prompt back every few
+    iterations; the held-out validation rows stay the same."""
+    from transformers import AutoTokenizer
+
+    from umbra.job.parts import training_data
+
+    tok = AutoTokenizer.from_pretrained(tiny_model_path)
+    base = dict(model="tiny", dataset="arith-easy", val_fraction=0.25, val_every=1, prompts_per_iteration=4)
+    full, val_full = training_data(RunConfig(**base), tok)
+    small, val_small = training_data(RunConfig(**base, train_max_samples=8), tok)
+    assert len(small.items) == 8 and [i.token_ids for i in small.items] == [i.token_ids for i in full.items[:8]]
+    assert [i.token_ids for i in val_small] == [i.token_ids for i in val_full]
+    seen = {tuple(i.token_ids) for _ in range(6) for i in small.next_batch()}
+    assert seen <= {tuple(i.token_ids) for i in small.items} and len(seen) > 4  # prompts come back

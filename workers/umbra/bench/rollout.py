@@ -1,8 +1,8 @@
 """``umbra bench rollout``: the same prompts, seeds, model and instances under several
 rollout policies, side by side in one process; prints a table and writes JSON.
 
-Grouped speculative decoding needs engines started with a draft proposer, so
-variants with ``spec`` run on a second set of instances of the same shape.
+Speculative decoding is chosen when an engine starts, so variants with another method
+(``Variant.speculation``) run on another set of instances of the same shape, started in turn.
 """
 from __future__ import annotations
 
@@ -18,6 +18,10 @@ from umbra.rollout.policies.variants import DEFAULT_VARIANTS, KV_RESERVES, add_r
 FIELDS = ("rollout_time_s", "throughput_tok_s", "tail_time_s", "accept_len", "preemptions", "output_tokens",
           "migrations", "kv_given_up", "reprefill_tokens", "draft_tokens", "decode_tok_s")
 MAX_EPOCHS = 100
+INSTANCE_CPUS = 0.5  # what a rollout instance asks of Ray (umbra.rollout.instance.start_instances)
+SPEC_EXTRAS = ("rollout/spec/drafting_steps_frac", "rollout/spec/step_cost_ms", "rollout/spec/row_cost_ms",
+               "rollout/spec/draft_cost_ms",
+               "rollout/spec/history_mb", "rollout/spec/seeded_groups")
 RATIOS = ("throughput_vs_verl", "tail_vs_verl", "throughput_vs_static", "tail_vs_static")
 
 
@@ -43,6 +47,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--epochs", type=int, default=1,
                    help="rollouts per policy over the same prompts (fresh seeds each; one policy object, so "
                         "seer-history remembers earlier epochs); the table shows the last epoch")
+    p.add_argument("--interleave", action="store_true",
+                   help="start every engine set at once and run epoch e of every policy before epoch e + 1 of any "
+                        "(fairer on a noisy machine; needs the memory of every set at once)")
     p.add_argument("--json", dest="json_path", default=None, help="write results here")
     p.add_argument("--trace", dest="trace_path", default=None,
                    help="write per-request records (JSONL, one line per policy and request) here")
@@ -97,29 +104,66 @@ def run(args: argparse.Namespace) -> int:
     ray.init(address="local", include_dashboard=False, ignore_reinit_error=True, log_to_driver=False)
     print(f"model {args.model}: {len(prompts)} prompts x G={args.group_size}, max_tokens {args.max_tokens}, "
           f"{args.instances} instances, concurrency cap {shape.capacity}/instance", flush=True)
-    # Grouped speculation needs engines started with the draft proposer: a second set of the same shape.
-    managers = {spec: RolloutManager.start(path, args.instances, shape, args.seed, speculative=spec)
-                for spec in sorted({v.spec for v in variants} | {False})}
-    block = managers[False].kv_block_tokens()
-    variants = [variant(v.name, args.chunk_tokens, block, args.kv_reserve, args.balance_spread) for v in variants]
+    # Speculation is chosen when an engine starts: one set of instances per method. By default a
+    # method's set starts when its first variant comes (variants keep their order within a
+    # method) and stops before the next method's, so one set holds memory at a time; with
+    # --interleave every set is up at once and epoch e of every variant runs before epoch e + 1
+    # of any, so this machine's drift reaches every variant alike (memory: every set at once).
+    if not args.interleave:
+        variants = sorted(variants, key=lambda v: [x.speculation for x in variants].index(v.speculation))
+    managers: dict = {}
     warm = dataclasses.replace(shape, group_size=2, max_tokens=8)
-    for m in managers.values():  # warm-up: first requests pay one-off costs
-        m.generate(-1, prompts[:2], args.seed + 1, build(variant("request-lb", args.chunk_tokens), None), warm)
 
+    def manager_for(speculation):
+        if speculation not in managers:
+            if not args.interleave:
+                for m in managers.values():
+                    m.shutdown()
+                managers.clear()
+            m = managers[speculation] = RolloutManager.start(path, args.instances, shape, args.seed,
+                                                             speculation=speculation)
+            # warm-up: first requests pay one-off costs
+            m.generate(-1, prompts[:2], args.seed + 1, build(variant("request-lb", args.chunk_tokens), None), warm)
+        return managers[speculation]
+
+    if args.interleave:
+        kinds = list(dict.fromkeys(v.speculation for v in variants))
+        need, have = len(kinds) * args.instances * INSTANCE_CPUS, ray.cluster_resources().get("CPU", 0)
+        if need > have:  # Ray would wait for the CPUs forever
+            print(f"umbra bench rollout: --interleave needs {len(kinds)} engine sets x {args.instances} instances x "
+                  f"{INSTANCE_CPUS} CPU = {need:g} CPUs at once; this cluster has {have:g} (run the speculation "
+                  "methods apart, or without --interleave)", file=sys.stderr)
+            return 2
+        for speculation in kinds:
+            manager_for(speculation)
+    block = manager_for(variants[0].speculation).kv_block_tokens()
+    variants = [variant(v.name, args.chunk_tokens, block, args.kv_reserve, args.balance_spread) for v in variants]
+    policies = {v.name: build(v, None) for v in variants}  # one object per variant across epochs
+    schedule = ([(e, v) for e in range(args.epochs) for v in variants] if args.interleave
+                else [(e, v) for v in variants for e in range(args.epochs)])
+    if any(m.draft_server is not None for m in managers.values()):
+        import ray
+
+        ray.get([m.draft_server.clear_history.remote() for m in managers.values() if m.draft_server is not None])
     results, epochs = {}, {}
     lengths: dict[int, dict] = {}  # epoch -> true lengths, for oracle-lfs (from a whole-request policy)
-    for v in variants:
-        policy = build(v, None)
-        for e in range(args.epochs):
-            if v.policy == "oracle-lfs":
-                policy = build(v, lengths.get(e))
-            batch = managers[v.spec].generate(e, prompts, args.seed + 1000 * e, policy)
-            if v.policy != "seer" or not v.options.get("divided", True):
-                lengths.setdefault(e, {r.request_id: r.num_generated for r in batch.requests})
-            epochs.setdefault(v.name, []).append(row(batch))
-            print(f"  {v.name}" + (f" epoch {e + 1}" if args.epochs > 1 else "") +
-                  f": {batch.metrics['rollout/time_s']:.1f}s, {batch.metrics['rollout/throughput_tok_s']:.0f} tok/s",
-                  flush=True)
+    for e, v in schedule:
+        manager = manager_for(v.speculation)
+        manager.spec_history, manager.history_key = v.history, v.name  # each variant its own history
+        if v.policy == "oracle-lfs":
+            policies[v.name] = build(v, lengths.get(e))
+        batch = manager.generate(e, prompts, args.seed + 1000 * e, policies[v.name])
+        if v.policy != "seer" or not v.options.get("divided", True):
+            lengths.setdefault(e, {r.request_id: r.num_generated for r in batch.requests})
+        epochs.setdefault(v.name, []).append(row(batch))
+        print(f"  {v.name}" + (f" epoch {e + 1}" if args.epochs > 1 else "") +
+              f": {batch.metrics['rollout/time_s']:.1f}s, {batch.metrics['rollout/throughput_tok_s']:.0f} tok/s, "
+              f"tail {batch.metrics['rollout/tail_time_s']:.1f}s"
+              + (f", accept len {batch.metrics['rollout/spec/accept_len']:.2f}" if v.spec else "")
+              + "".join(f", {k.rsplit('/', 1)[1]} {batch.metrics[k]:.3g}"
+                        for k in SPEC_EXTRAS if k in batch.metrics), flush=True)
+        if e < args.epochs - 1:
+            continue
         results[v.name] = dict(epochs[v.name][-1])
         if args.trace_path:
             with open(args.trace_path, "a" if len(results) > 1 else "w") as fh:
@@ -132,6 +176,8 @@ def run(args: argparse.Namespace) -> int:
                 json.dump({"config": vars(args), "concurrency_cap": shape.capacity, "results": results,
                            **({"epochs": epochs} if args.epochs > 1 else {})}, fh, indent=2)
     print_table(results)
+    if args.epochs > 1:
+        print_epochs(epochs)
     for m in managers.values():
         m.shutdown()
     return 0
@@ -147,7 +193,21 @@ def row(batch) -> dict:
         "migrations": m["rollout/migrations"], "kv_given_up": m["rollout/kv_given_up"],
         "reprefill_tokens": m["rollout/reprefill_tokens"], "lengths": length_distribution(batch.requests),
         "draft_tokens": m["rollout/spec/draft_tokens"], "decode_tok_s": m["rollout/decode_tok_s"],
+        # grouped speculation: Alg. 1's choices and cost fit, the draft history's size
+        **{k.rsplit("/", 1)[1]: m[k] for k in SPEC_EXTRAS if k in m},
     }
+
+
+def print_epochs(epochs: dict) -> None:
+    """Every epoch's throughput and tail per variant, and their medians (the table above holds
+    the last epoch only)."""
+    import statistics
+
+    print("per epoch (throughput tok/s, tail s):")
+    for name, rows in epochs.items():
+        cells = ", ".join(f"{r['throughput_tok_s']:.0f} / {r['tail_time_s']:.1f}" for r in rows)
+        print(f"  {name}: {cells}; median {statistics.median(r['throughput_tok_s'] for r in rows):.0f} / "
+              f"{statistics.median(r['tail_time_s'] for r in rows):.1f}")
 
 
 def length_distribution(requests) -> dict:

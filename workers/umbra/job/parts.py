@@ -28,6 +28,23 @@ class RunParts:
     val_policy: object = None
 
 
+def training_data(config: RunConfig, tokenizer) -> tuple[DataSource, list[PromptItem]]:
+    """The run's data source (its first ``train_max_samples`` problems when set, after the
+    validation hold-out) and its validation prompts (none unless ``val_every``).
+
+    Raises ValueError / DatasetError for unusable data.
+    """
+    train, val = train_and_val(config.dataset, config.seed, config.val_dataset, config.val_fraction)
+    if config.train_max_samples:
+        train = train[:config.train_max_samples]
+    data = DataSource.from_problems(train, tokenizer, PROMPT_BUDGET, config.prompts_per_iteration, config.seed,
+                                    config.dataset)
+    val_items = prompt_pool(val, tokenizer, PROMPT_BUDGET) if config.val_every > 0 else []
+    if config.val_every > 0 and not val_items:
+        raise ValueError(f"no validation prompt fits the prompt budget of {PROMPT_BUDGET} tokens")
+    return data, val_items
+
+
 def start_parts(config: RunConfig) -> RunParts:
     """Load the data set, start the rollout instances and the trainer for ``config``.
 
@@ -38,12 +55,7 @@ def start_parts(config: RunConfig) -> RunParts:
 
     model_path = str(resolve_model(config.model))
     tokenizer = AutoTokenizer.from_pretrained(model_path)
-    train, val = train_and_val(config.dataset, config.seed, config.val_dataset, config.val_fraction)
-    data = DataSource.from_problems(train, tokenizer, PROMPT_BUDGET, config.prompts_per_iteration, config.seed,
-                                    config.dataset)
-    val_items = prompt_pool(val, tokenizer, PROMPT_BUDGET) if config.val_every > 0 else []
-    if config.val_every > 0 and not val_items:
-        raise ValueError(f"no validation prompt fits the prompt budget of {PROMPT_BUDGET} tokens")
+    data, val_items = training_data(config, tokenizer)
     log.info("loaded %d problems from %s (%d for validation); starting %d rollout instances", len(data.items),
              config.dataset, len(val_items), config.rollout_instances)
     longest = max([data.longest_prompt] + [len(p.token_ids) for p in val_items])
@@ -54,7 +66,8 @@ def start_parts(config: RunConfig) -> RunParts:
     if why := placement_error(config.trainer_ranks, config.rollout_instances, ray.cluster_resources()):
         raise ValueError(why)  # before any engine starts: Ray would wait for the placement forever
     rollout = RolloutManager.start(model_path, config.rollout_instances, shape, config.seed,
-                                   speculative=config.spec_decoding)
+                                   speculation="grouped" if config.spec_decoding else None)
+    rollout.spec_history = config.spec_history
     trainers = TrainerGroup.start(model_path, config.learning_rate, config.kl_coef, config.clip_eps,
                                   config.train_minibatches, config.seed, ranks=config.trainer_ranks,
                                   micro_tokens=config.train_micro_tokens,

@@ -25,16 +25,30 @@ def kv_block_tokens() -> int:
     return 32 if current_platform.is_cpu() else 16
 
 
+# Speculative decoding methods an engine can run: vLLM's ``speculative_config`` for each, less
+# ``num_speculative_tokens``. "grouped" drafts from the draft server's group structures (ours,
+# Seer §3.4); "ngram" is vLLM's own prompt lookup (the request's own context only); "null"
+# proposes nothing (``umbra bench spec-cost``: what the speculative path costs by itself).
+SPECULATION = {
+    "grouped": {"method": "custom_class", "model": "umbra.speculative.proposer.GroupedSuffixProposer"},
+    # as vLLM's documentation sets it up (5 draft tokens from a 4-gram match)
+    "ngram": {"method": "ngram", "prompt_lookup_max": 4, "num_speculative_tokens": 5},
+    "null": {"method": "custom_class", "model": "umbra.speculative.proposer.NullProposer"},
+}
+
+
 class RolloutInstance:
     """A vLLM engine holding ``kv_cache_gib`` GiB of KV cache (or exactly ``kv_blocks`` KV
     blocks, vLLM's ``num_gpu_blocks_override``) and at most ``max_num_seqs`` running sequences.
 
-    Raises at construction if vLLM cannot load ``model_path``.
+    ``speculation`` (a key of :data:`SPECULATION`, drafting up to ``gamma_max`` tokens) runs
+    speculative decoding; with a ``draft_server`` it is "grouped". Raises at construction if
+    vLLM cannot load ``model_path``.
     """
 
     def __init__(self, instance_id: int, model_path: str, max_model_len: int, max_num_seqs: int, seed: int,
                  draft_server=None, gamma_max: int = 8, kv_cache_gib: int | None = None,
-                 kv_blocks: int | None = None):
+                 kv_blocks: int | None = None, speculation: str | None = None):
         from vllm import AsyncEngineArgs
         from vllm.platforms import current_platform
         from vllm.v1.engine.async_llm import AsyncLLM
@@ -44,10 +58,8 @@ class RolloutInstance:
         self.kv_block_tokens = kv_block_tokens()
         self.draft_server = draft_server  # grouped speculative decoding when set
         self.draft_versions: dict[int, int] = {}
-        spec = None
-        if draft_server is not None:
-            spec = {"method": "custom_class", "model": "umbra.speculative.proposer.GroupedSuffixProposer",
-                    "num_speculative_tokens": gamma_max}
+        speculation = "grouped" if draft_server is not None else speculation
+        spec = None if speculation is None else {"num_speculative_tokens": gamma_max, **SPECULATION[speculation]}
         args = AsyncEngineArgs(
             speculative_config=spec,
             model=model_path, dtype="float32", max_model_len=max_model_len, max_num_seqs=max_num_seqs,
@@ -123,6 +135,12 @@ class RolloutInstance:
             await self.engine.collective_rpc("umbra_update_drafts", args=(group_id, prompt, updates))
         self.draft_versions[group_id] = version
 
+    async def draft_counters(self) -> dict | None:
+        """The grouped proposer's Alg. 1 counters since the last call (None without it)."""
+        if self.draft_server is None:
+            return None
+        return (await self.engine.collective_rpc("umbra_draft_counters"))[0]
+
     async def reset_drafts(self) -> None:
         """Start a new rollout: forget the replicas' groups."""
         self.draft_versions.clear()
@@ -183,9 +201,10 @@ class RolloutInstance:
 
 def start_instances(n: int, model_path: str, max_model_len: int, max_num_seqs: int, seed: int,
                     kv_cache_gib: int, draft_server=None, num_cpus: float = 0.5, first_id: int = 0,
-                    kv_blocks: int | None = None) -> list:
+                    kv_blocks: int | None = None, speculation: str | None = None) -> list:
     """Start ``n`` RolloutInstance Ray actors (ids ``first_id..first_id+n-1``) and wait until
-    each engine is up; with a ``draft_server`` handle they run grouped speculative decoding.
+    each engine is up; with a ``draft_server`` handle they run grouped speculative decoding,
+    with ``speculation`` that method (``SPECULATION``).
 
     Instances are spread over the cluster's nodes (Ray's ``SPREAD`` strategy: round-robin
     over the nodes with room, best effort, so one node also works), and each one's node
@@ -202,7 +221,7 @@ def start_instances(n: int, model_path: str, max_model_len: int, max_num_seqs: i
         actor_cls.options(num_cpus=num_cpus, num_gpus=gpus, runtime_env={"env_vars": env}, name=None,
                           scheduling_strategy="SPREAD")
         .remote(i, model_path, max_model_len, max_num_seqs, seed + i, draft_server, kv_cache_gib=kv_cache_gib,
-                kv_blocks=kv_blocks)
+                kv_blocks=kv_blocks, speculation=speculation)
         for i in range(first_id, first_id + n)
     ]
     for info in ray.get([h.ready.remote() for h in handles]):

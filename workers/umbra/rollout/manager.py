@@ -61,30 +61,34 @@ class RolloutManager:
     ``policy`` may be replaced between rollouts (the benchmark runs several on the same engines).
     """
 
-    def __init__(self, pool: InstancePool, shape: RolloutShape, draft_server=None):
+    def __init__(self, pool: InstancePool, shape: RolloutShape, draft_server=None, speculation: str | None = None):
         self.pool = pool
         self.shape = shape
         self.draft_server = draft_server
+        self.speculation = "grouped" if draft_server is not None else speculation
+        self.spec_history = True  # grouped drafts also from earlier rollouts' responses to the same prompt
+        self.history_key = ""  # which of the draft server's histories (the benchmark keeps one per policy)
         self.policy = None
         self.policy_version = 0
         self._notes: list[str] = []  # for the next batch's events
 
     @classmethod
     def start(cls, model_path: str, instances: int, shape: RolloutShape, seed: int,
-              speculative: bool = False) -> "RolloutManager":
-        """Start ``instances`` engines of ``shape`` on the Ray cluster (and, with ``speculative``,
-        the draft server they draft from); returns once every engine is up.
+              speculation: str | None = None) -> "RolloutManager":
+        """Start ``instances`` engines of ``shape`` on the Ray cluster running ``speculation``
+        (None, or a method of ``umbra.rollout.instance.SPECULATION``; "grouped" also starts the
+        draft server they draft from); returns once every engine is up.
 
         Raises ``ray.exceptions.RayActorError`` when an engine cannot start.
         """
         from umbra.rollout.instance import start_instances
         from umbra.speculative.server import start_draft_server
 
-        server = start_draft_server() if speculative else None
+        server = start_draft_server() if speculation == "grouped" else None
         pool = InstancePool.started(instances, lambda n, first_id: start_instances(
             n, model_path, shape.max_model_len, shape.max_num_seqs, seed, shape.kv_cache_gib, server,
-            first_id=first_id))
-        return cls(pool, shape, server)
+            first_id=first_id, speculation=speculation))
+        return cls(pool, shape, server, speculation)
 
     @property
     def instances(self) -> list:
@@ -106,7 +110,7 @@ class RolloutManager:
         infos = ray.get([h.ready.remote() for h in self.instances])
         block = int(infos[0]["kv_block_tokens"])
         tokens = [int(i["kv_cache_tokens"] * (1 - KV_HEADROOM)) // block * block for i in infos]
-        return KVBudget(tokens, block, SPEC_LOOKAHEAD if self.draft_server is not None else 0)
+        return KVBudget(tokens, block, SPEC_LOOKAHEAD if self.speculation is not None else 0)
 
     def limits(self, policy, shape: RolloutShape) -> tuple[list[int], KVBudget | None]:
         """``(capacities, kv)`` for ``policy.reset`` by its admission rule (``Policy.admission``):
@@ -142,7 +146,8 @@ class RolloutManager:
         groups = make_groups(prompts, s.group_size, s.max_tokens, seed, s.temperature)
         before = self.pool.counters()
         capacities, kv = self.limits(policy, s)
-        requests, start, end = run_rollout(policy, self.instances, groups, capacities, self.draft_server, kv)
+        requests, start, end = run_rollout(policy, self.instances, groups, capacities, self.draft_server, kv,
+                                           self.policy_version, self.spec_history, self.history_key)
         notes, self._notes = self._notes, []
         for i in policy.lost_instances:
             before[i] = dict.fromkeys(before[i], 0.0)  # its replacement counts from 0
@@ -157,11 +162,33 @@ class RolloutManager:
         batch.metrics = rollout_metrics(requests, start, end, len(self.instances))
         batch.metrics.update(policy_counters(policy))
         batch.metrics.update(engine_metrics(before, self.pool.counters()))
+        if self.draft_server is not None:
+            batch.metrics.update(self.draft_metrics())
         batch.trace = request_records(requests, start)
         batch.trace_meta = {"policy": policy.name, "instances": len(self.instances), "capacity": s.capacity,
                             "admission": policy.admission, "kv_cache_gib": s.kv_cache_gib,
                             "max_tokens": s.max_tokens}
         return batch
+
+    def draft_metrics(self) -> dict[str, float]:
+        """The draft server's history: ``rollout/spec/history_mb`` (tokens held),
+        ``rollout/spec/history_prompts`` and ``rollout/spec/seeded_groups`` (groups of this
+        rollout that started with earlier responses to their prompt); and Alg. 1's view on the
+        engines: ``rollout/spec/drafting_steps_frac`` and its step-cost fit ``rollout/spec/step_cost_ms``
+        + ``row_cost_ms`` per row + ``draft_cost_ms`` per verified draft token."""
+        import ray
+
+        s = ray.get(self.draft_server.stats.remote())
+        out = {"rollout/spec/history_mb": float(s["history_mb"]),
+               "rollout/spec/history_prompts": float(s["history_prompts"]),
+               "rollout/spec/seeded_groups": float(s["seeded_groups"])}
+        counters = [c for c in ray.get([i.draft_counters.remote() for i in self.instances]) if c]
+        if counters:  # Alg. 1: how often it drafted, and the step cost it saw (mean over instances)
+            steps = sum(c["steps"] for c in counters)
+            out["rollout/spec/drafting_steps_frac"] = sum(c["drafting_steps"] for c in counters) / steps if steps else 0.0
+            for key, name in (("c0_s", "step_cost_ms"), ("row_s", "row_cost_ms"), ("draft_s", "draft_cost_ms")):
+                out[f"rollout/spec/{name}"] = 1000 * sum(c[key] for c in counters) / len(counters)
+        return out
 
     def load_weights(self, source, version: int, only: list[int] | None = None) -> list:
         """Ask instances (all, or the indices ``only``) to load ``source`` (a shared-memory

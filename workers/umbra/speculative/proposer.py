@@ -5,15 +5,25 @@ vLLM loads it by path in every worker (``speculative_config={"method": "custom_c
 and calls ``propose`` once per step. Drafts come from the row's group suffix index;
 the batch's draft length follows Alg. 1 (``draft_length``). Verification is vLLM's
 own (rejection sampler), so outputs stay lossless.
+
+vLLM passes no request ids, so a row's group is read from the engine's input batch (set by
+the worker hook, ``bind``): its request id starts with the rollout request's
+``g<group>-r<index>``. Without it (or for ids of another shape) the group is recognised by
+its prompt, which costs a prompt comparison per row and step.
 """
 from __future__ import annotations
 
+import json
+import os
+import re
 import time
 
 from umbra.speculative.draft_length import AcceptanceStats, StepCost, choose_draft_length
 from umbra.speculative.replica import GroupReplica
 
 MIN_MATCH = 2  # lambda: a draft needs the last >= 2 context tokens matched in the group
+_TRACE = os.environ.get("UMBRA_SPEC_TRACE")  # debugging: append each step's decision to this path + pid
+_GROUP = re.compile(r"g(\d+)-r\d+-")  # umbra.rollout.request.Request.request_id, then vLLM's suffixes
 
 
 class GroupedSuffixProposer:
@@ -29,12 +39,43 @@ class GroupedSuffixProposer:
         self.replica = GroupReplica()
         self.stats = AcceptanceStats(self.gamma_max)
         self.cost = StepCost()
-        self.last: dict[tuple, int] = {}  # (group, context length, last token) -> draft length
+        self.input_batch = None  # vLLM's InputBatch: request ids by row (``bind``)
+        self.last: dict = {}  # row key (request id, or (group, context length, last token)) -> draft length
         self.last_time: float | None = None
-        self.last_tokens = 0
+        self.last_drafts = 0
+        self.rows_before: set = set()  # the request ids of the last call's rows
+        self.steps = self.drafting_steps = 0  # calls since the last ``take_counters``
+
+    def take_counters(self) -> dict[str, float]:
+        """What Alg. 1 saw and chose since the last call: ``steps`` (with a registered group),
+        ``drafting_steps`` (some row got a draft), its step-cost fit ``c0_s``, ``row_s`` and ``draft_s``
+        (seconds per step, per row and per verified draft token), and ``accept_rate_1`` (first
+        draft position)."""
+        out = {"steps": float(self.steps), "drafting_steps": float(self.drafting_steps), "c0_s": self.cost.c0,
+               "row_s": self.cost.c_row, "draft_s": self.cost.c_draft, "accept_rate_1": self.stats.rate[0]}
+        self.steps = self.drafting_steps = 0
+        return out
+
+    def bind(self, input_batch) -> None:
+        """Read rows' request ids from ``input_batch`` (the worker's ``model_runner.input_batch``)."""
+        self.input_batch = input_batch
 
     def load_model(self, *args, **kwargs) -> None:
         """vLLM may call this on drafters; there is no draft model."""
+
+    def _row_keys(self, rows: int, num_tokens, token_ids_cpu) -> tuple[list, list]:
+        """``(groups, keys)`` per row: the row's group (None: unknown) and a key that stays the
+        same for the row's request from one step to the next."""
+        req_ids = getattr(self.input_batch, "req_ids", None)
+        if req_ids is not None and len(req_ids) == rows:
+            groups = []
+            for rid in req_ids:
+                m = _GROUP.match(rid)
+                groups.append(int(m.group(1)) if m else None)
+            if all(g is not None for g in groups):
+                return groups, list(req_ids)
+        groups = [self.replica.group_of(token_ids_cpu[i, :int(num_tokens[i])]) for i in range(rows)]
+        return groups, [None] * rows
 
     def propose(self, sampled_token_ids, num_tokens_no_spec, token_ids_cpu, **kwargs) -> list[list[int]]:
         """Drafts per row (``[rows][<= gamma]``); ``[]`` for rows without a usable match.
@@ -43,34 +84,65 @@ class GroupedSuffixProposer:
         context lengths per row, and the token buffer ``[max_rows, max_len]``.
         """
         now = time.perf_counter()
-        if self.last_time is not None and self.last_tokens:
-            self.cost.observe(self.last_tokens, now - self.last_time)
         rows = len(sampled_token_ids)
+        drafts: list[list[int]] = [[] for _ in range(rows)]
+        if not self.replica.index:  # nothing to draft from (no group registered): no per-row work
+            self.last.clear()
+            self.last_time, self.rows_before = None, set()
+            return drafts
+        groups, keys = self._row_keys(rows, num_tokens_no_spec, token_ids_cpu)
+        # Alg. 1's step cost, measured on this engine: the time since the last call is the step
+        # that verified last call's drafts. Only decode steps of the same requests are fitted (a
+        # request that entered was prefilled in it; prefill tokens cost less each than decode ones).
+        if self.last_time is not None and keys[0] is not None and set(keys) <= self.rows_before:
+            self.cost.observe(len(self.rows_before), self.last_drafts, now - self.last_time)
         if self.last:  # verdicts on last step's drafts
             for i in range(rows):
                 sampled = len(sampled_token_ids[i])
-                n = int(num_tokens_no_spec[i]) - sampled
-                if sampled and n > 0:
-                    prev = self.last.pop((self.replica.group_of(token_ids_cpu[i, :n]), n, int(token_ids_cpu[i, n - 1])),
-                                         None)
-                    if prev:
-                        self.stats.update(prev, sampled - 1)
+                if not sampled:
+                    continue
+                key = keys[i]
+                if key is None:
+                    n = int(num_tokens_no_spec[i]) - sampled
+                    key = (groups[i], n, int(token_ids_cpu[i, n - 1])) if n > 0 else None
+                prev = self.last.get(key) if key is not None else None
+                if prev:
+                    self.stats.update(prev, sampled - 1)
             self.last.clear()  # rows that ended mid-draft leave stale entries
         gamma = choose_draft_length(rows, self.stats, self.cost, self.gamma_max)
-        drafts: list[list[int]] = [[] for _ in range(rows)]
+        self.steps += 1
         if gamma:  # speculation off costs one cost-model update per step, nothing per row
             for i in range(rows):
-                if not len(sampled_token_ids[i]):
+                g = groups[i]
+                if not len(sampled_token_ids[i]) or g is None or g not in self.replica.index:
                     continue  # no sampled token (e.g. mid-prefill): vLLM expects no draft
                 n = int(num_tokens_no_spec[i])
-                ctx = token_ids_cpu[i, :n]
-                g = self.replica.group_of(ctx)
-                if g is None or g not in self.replica.index:
-                    continue
-                draft = self.replica.index[g].propose(ctx[-self.replica.max_match:].tolist(), gamma, MIN_MATCH)
+                ctx = token_ids_cpu[i, max(0, n - self.replica.max_match):n].tolist()
+                draft = self.replica.index[g].propose(ctx, gamma, MIN_MATCH)
                 if draft:
-                    self.last[(g, n, int(ctx[-1]))] = len(draft)
+                    self.last[keys[i] if keys[i] is not None else (g, n, ctx[-1])] = len(draft)
                     drafts[i] = draft
-        self.last_time = time.perf_counter()
-        self.last_tokens = rows + sum(len(d) for d in drafts)
+        if _TRACE:
+            with open(f"{_TRACE}.{os.getpid()}", "a") as fh:
+                fh.write(json.dumps({"t": now, "rows": rows, "gamma": gamma, "drafted": sum(len(d) for d in drafts),
+                                     "sampled": sum(len(x) for x in sampled_token_ids), "c0": self.cost.c0,
+                                     "c1": self.cost.c_row, "cd": self.cost.c_draft, "rate": [round(r, 3) for r in self.stats.rate[:4]],
+                                     "same_rows": set(keys) <= self.rows_before}) + "\n")
+        self.last_time, self.rows_before = time.perf_counter(), set(keys)
+        self.last_drafts = sum(len(d) for d in drafts)
+        self.drafting_steps += self.last_drafts > 0
         return drafts
+
+
+class NullProposer:
+    """Proposes nothing, ever: an engine with it runs vLLM's speculative path with no drafts
+    (``umbra bench spec-cost`` measures what that path costs by itself)."""
+
+    def __init__(self, vllm_config=None):
+        pass
+
+    def load_model(self, *args, **kwargs) -> None:
+        """No draft model."""
+
+    def propose(self, sampled_token_ids, *args, **kwargs) -> list[list[int]]:
+        return [[] for _ in sampled_token_ids]

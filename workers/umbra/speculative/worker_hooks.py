@@ -15,6 +15,7 @@ class DraftHooksExtension:
         """Apply the draft server's new tokens of ``group`` to the replica."""
         replica = self._umbra_replica()
         if replica is not None:
+            self.model_runner.drafter.bind(getattr(self.model_runner, "input_batch", None))
             replica.apply(group, prompt, updates)
 
     def umbra_reset_drafts(self) -> None:
@@ -22,3 +23,9 @@ class DraftHooksExtension:
         replica = self._umbra_replica()
         if replica is not None:
             replica.reset()
+
+    def umbra_draft_counters(self) -> dict | None:
+        """The proposer's Alg. 1 counters since the last call (``GroupedSuffixProposer.take_counters``),
+        or None on an engine without it."""
+        drafter = getattr(self.model_runner, "drafter", None)
+        return drafter.take_counters() if hasattr(drafter, "take_counters") else None

@@ -7,15 +7,26 @@ from dataclasses import dataclass
 from umbra.rollout.policies import make_policy
 
 # Seer ablations: which switch each name turns off (divided alone = FIFO chunks, no speculation).
-SEER_VARIANTS = {"seer": {}, "seer-no-spec": {"spec": False}, "seer-no-context": {"context_aware": False},
-                 "seer-no-divided": {"divided": False}, "seer-divided": {"context_aware": False, "spec": False},
+# "speculation": the engines' method (``umbra.rollout.instance.SPECULATION``; grouped by default);
+# "history": grouped drafts also from earlier rollouts' responses to the same prompt (ours).
+SEER_VARIANTS = {"seer": {}, "seer-no-spec": {"speculation": None}, "seer-no-context": {"context_aware": False},
+                 "seer-no-divided": {"divided": False},
+                 "seer-divided": {"context_aware": False, "speculation": None},
+                 # grouped speculation from the current rollout's responses only (Seer as published)
+                 "seer-no-history": {"history": False},
+                 # seer-no-spec's scheduling on engines running vLLM's n-gram prompt lookup (vanilla SD)
+                 "spec-ngram": {"speculation": "ngram"},
                  # beyond the paper: seer without speculation, group estimates primed by earlier rollouts
-                 "seer-history": {"spec": False, "length_history": True},
+                 "seer-history": {"speculation": None, "length_history": True},
                  # beyond the paper: seer without speculation, instance loads kept within 4 requests
-                 "seer-balanced": {"spec": False, "balance_spread": 4}}
+                 "seer-balanced": {"speculation": None, "balance_spread": 4}}
 BASELINES = ("verl", "static-group", "request-lb", "oracle-lfs")
 VARIANT_NAMES = ("verl", "static-group", "request-lb", "seer-divided", "seer-no-spec", "seer", "seer-no-context",
-                 "seer-no-divided", "seer-history", "seer-balanced", "oracle-lfs")
+                 "seer-no-divided", "seer-no-history", "spec-ngram", "seer-history", "seer-balanced", "oracle-lfs")
+# Variants only real engines can run: the simulator models grouped speculation by an acceptance
+# length, with no notion of where drafts come from.
+ENGINE_ONLY = ("seer-no-history", "spec-ngram")
+SIM_VARIANT_NAMES = tuple(n for n in VARIANT_NAMES if n not in ENGINE_ONLY)
 # What bench, sim and the what-if page compare unless told otherwise.
 DEFAULT_VARIANTS = ("verl", "static-group", "request-lb", "seer-no-spec", "seer", "oracle-lfs")
 # Seer Table 4's rows: baseline (veRL), + divided rollout, + context-aware scheduling, + grouped SD.
@@ -25,12 +36,19 @@ ABLATION = (("verl", "baseline (verl)"), ("seer-divided", "+ divided rollout"),
 
 @dataclass(frozen=True)
 class Variant:
-    """A named policy set-up: ``policy`` with ``options``; ``spec`` = grouped speculative decoding."""
+    """A named policy set-up: ``policy`` with ``options``, on engines running ``speculation``
+    (None, "grouped" or "ngram"); ``history``: grouped drafts also from earlier rollouts."""
 
     name: str
     policy: str
     options: dict
-    spec: bool = False
+    speculation: str | None = None
+    history: bool = False
+
+    @property
+    def spec(self) -> bool:
+        """Whether the engines speculate at all."""
+        return self.speculation is not None
 
 
 KV_RESERVES = ("chunk", "estimate", "none", "adaptive")
@@ -55,8 +73,8 @@ def variant(name: str, chunk_tokens: int, kv_block_tokens: int = 1, kv_reserve: 
     opts = {"chunk_tokens": chunk_tokens, "divided": True, "context_aware": True,
             "kv_block_tokens": kv_block_tokens, "growth_reserve": reserve, "balance_spread": balance_spread,
             **SEER_VARIANTS[name]}
-    spec = opts.pop("spec", True)
-    return Variant(name, "seer", opts, spec)
+    speculation, history = opts.pop("speculation", "grouped"), opts.pop("history", True)
+    return Variant(name, "seer", opts, speculation, history and speculation == "grouped")
 
 
 def build(v: Variant, lengths: dict[str, int] | None):
