@@ -32,7 +32,7 @@ def test_a_returning_prompt_starts_with_its_earlier_responses_whole():
     # the replica drafts from them from the first step on
     replica = GroupReplica()
     replica.apply(5, a, updates)
-    assert replica.index[5].propose([1, 2, 3, 7, 8, 9], 3) == [10, 11]
+    assert replica.suffix_index(5).propose([1, 2, 3, 7, 8, 9], 3) == [10, 11]
 
 
 def test_without_history_nothing_is_seeded_but_responses_are_still_remembered():

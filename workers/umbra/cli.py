@@ -27,6 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The parser of every subcommand."""
     from umbra.bench import profile as bench_profile
     from umbra.bench import rollout as bench_rollout
+    from umbra.bench import spec_bound as bench_spec_bound
     from umbra.bench import spec_cost as bench_spec_cost
     from umbra.bench import train as bench_train
     from umbra.client import commands as client_commands
@@ -45,7 +46,9 @@ def build_parser() -> argparse.ArgumentParser:
     bench_profile.add_arguments(bench_sub.add_parser("profile", help="fit the simulator's step model to this machine"))
     bench_train.add_arguments(bench_sub.add_parser("train", help="one GRPO step of the trainer (ranks, device)"))
     bench_spec_cost.add_arguments(bench_sub.add_parser(
-        "spec-cost", help="an engine step's cost with each speculation method when nothing is drafted"))
+        "spec-cost", help="an engine step's cost with each speculation method, and per verified draft token"))
+    bench_spec_bound.add_arguments(bench_sub.add_parser(
+        "spec-bound", help="the most an oracle drafter could speed up a recorded rollout on this machine"))
     sim_cli.add_arguments(sub.add_parser("sim", help="simulate rollout policies on a preset or trace workload"))
     client_commands.register(sub)
     return parser
@@ -76,10 +79,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "bench":
         from umbra.bench import profile as bench_profile
         from umbra.bench import rollout as bench_rollout
+        from umbra.bench import spec_bound as bench_spec_bound
         from umbra.bench import spec_cost as bench_spec_cost
         from umbra.bench import train as bench_train
 
-        return {"profile": bench_profile, "train": bench_train, "spec-cost": bench_spec_cost}.get(
+        return {"profile": bench_profile, "train": bench_train, "spec-cost": bench_spec_cost,
+                "spec-bound": bench_spec_bound}.get(
             args.bench, bench_rollout).run(args)
 
     if args.command == "prepare-model":

@@ -3,10 +3,14 @@ nothing is drafted, per method, side by side; prints a table and writes JSON.
 
 One engine per method (``none``: no speculation; ``null``: vLLM's speculative path with a
 proposer that never drafts; ``grouped``: ours, fed by a draft server, with groups that have
-nothing to draft from yet; ``ngram``: vLLM's prompt lookup, as it runs), the same batches of
+nothing to draft from yet; ``ngram``: vLLM's prompt lookup, as it runs; ``draft<g>``: g draft
+tokens on every row, rejected, so each step verifies ``g * batch`` drafts), the same batches of
 distinct random prompts (no prefix-cache hits) timed on each in turn, repeated, so that this
 machine's drift hits every method alike. A step is ``(time of N tokens - time of 1 token) /
 (N - 1)``; the 1-token time (prefill + one step + the chunk's draft refresh) is printed too.
+With ``none`` and some ``draft<g>`` timed, the step cost ``c0 + c_row * rows + c_draft * draft
+tokens`` (Alg. 1's model, ``umbra.speculative.draft_length.StepCost``) is fitted to them by
+least squares and printed: what a row and a verified draft token cost on this machine.
 """
 from __future__ import annotations
 
@@ -17,7 +21,7 @@ import statistics
 import sys
 import time
 
-KINDS = ("none", "null", "grouped", "ngram")
+KINDS = ("none", "null", "grouped", "ngram", "draft1", "draft2", "draft4", "draft8")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -108,9 +112,33 @@ def run(args: argparse.Namespace) -> int:
             r = results[k][str(b)]
             cells.append(f"{r['step_ms']:17.1f} | " + (f"{r['vs_none']:7.3f}" if r["vs_none"] else f"{'-':>7}"))
         print(f"{k:>8} | " + " | ".join(cells) + f" | {int(results[k]['draft_tokens'])}")
+    fit = fit_step_cost(results)
+    if fit:
+        print(f"step cost fit (none, draft<g>): {1000 * fit['c0_s']:.1f} ms + {1000 * fit['row_s']:.2f} ms per row"
+              f" + {1000 * fit['draft_s']:.2f} ms per verified draft token")
     if args.json_path:
         with open(args.json_path, "w") as fh:
-            json.dump({"config": vars(args), "results": results}, fh, indent=2)
+            json.dump({"config": vars(args), "results": results, "fit": fit}, fh, indent=2)
     for inst in engines.values():
         ray.get(inst.shutdown.remote())
     return 0
+
+
+def fit_step_cost(results: dict) -> dict | None:
+    """Least-squares ``(c0, c_row, c_draft)`` over the ``none`` and ``draft<g>`` steps of
+    ``results`` (``{kind: {batch: {"step_ms": ...}}}``); None without ``none`` and one ``draft<g>``."""
+    import numpy as np
+
+    xs, ys = [], []
+    for kind, by_batch in results.items():
+        if kind != "none" and not kind.startswith("draft"):
+            continue
+        g = 0 if kind == "none" else int(kind.removeprefix("draft"))
+        for b, r in by_batch.items():
+            if b.isdigit():
+                xs.append((1.0, int(b), int(b) * g))
+                ys.append(r["step_ms"] / 1000)
+    if "none" not in results or not any(k.startswith("draft") for k in results) or len(ys) < 3:
+        return None
+    (c0, c_row, c_draft), *_ = np.linalg.lstsq(np.array(xs), np.array(ys), rcond=None)
+    return {"c0_s": float(c0), "row_s": float(c_row), "draft_s": float(c_draft)}

@@ -5,6 +5,7 @@ serving while requests decode.
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import time
@@ -28,12 +29,16 @@ def kv_block_tokens() -> int:
 # Speculative decoding methods an engine can run: vLLM's ``speculative_config`` for each, less
 # ``num_speculative_tokens``. "grouped" drafts from the draft server's group structures (ours,
 # Seer §3.4); "ngram" is vLLM's own prompt lookup (the request's own context only); "null"
-# proposes nothing (``umbra bench spec-cost``: what the speculative path costs by itself).
+# proposes nothing (``umbra bench spec-cost``: what the speculative path costs by itself);
+# "draft<g>" always drafts g tokens that get rejected (what a verified draft token costs).
 SPECULATION = {
     "grouped": {"method": "custom_class", "model": "umbra.speculative.proposer.GroupedSuffixProposer"},
     # as vLLM's documentation sets it up (5 draft tokens from a 4-gram match)
     "ngram": {"method": "ngram", "prompt_lookup_max": 4, "num_speculative_tokens": 5},
     "null": {"method": "custom_class", "model": "umbra.speculative.proposer.NullProposer"},
+    # g rejected draft tokens on every row ("draft1".."draft8"): what verifying a draft token costs
+    **{f"draft{g}": {"method": "custom_class", "model": "umbra.speculative.proposer.FixedDraftProposer",
+                     "num_speculative_tokens": g} for g in (1, 2, 4, 8)},
 }
 
 
@@ -58,6 +63,8 @@ class RolloutInstance:
         self.kv_block_tokens = kv_block_tokens()
         self.draft_server = draft_server  # grouped speculative decoding when set
         self.draft_versions: dict[int, int] = {}
+        self._refreshing: set[int] = set()  # groups whose draft refresh is under way
+        self._draft_epoch = 0  # bumped by reset_drafts: a refresh begun before it is dropped
         speculation = "grouped" if draft_server is not None else speculation
         spec = None if speculation is None else {"num_speculative_tokens": gamma_max, **SPECULATION[speculation]}
         args = AsyncEngineArgs(
@@ -112,8 +119,12 @@ class RolloutInstance:
         """
         from vllm import SamplingParams
 
-        if self.draft_server is not None:
-            await self._refresh_drafts(group_id, prompt_token_ids)
+        if self.draft_server is not None and group_id not in self._refreshing:
+            # off the chunk's path (ours; Seer's draft server also pushes updates
+            # asynchronously): awaited, the draft server's reply and the engine-side update,
+            # which waits for the running step to end, kept the request out of a step or two
+            self._refreshing.add(group_id)
+            asyncio.get_running_loop().create_task(self._refresh_drafts(group_id, prompt_token_ids))
         extra = None if kv is None else {"umbra_kv": {"key": request_id, **kv}}
         params = SamplingParams(n=1, temperature=temperature, max_tokens=max_tokens, seed=seed, ignore_eos=ignore_eos,
                                 extra_args=extra)
@@ -129,11 +140,22 @@ class RolloutInstance:
                 "prefill_tokens": context - min(context, final.num_cached_tokens or 0)}
 
     async def _refresh_drafts(self, group_id: int, prompt: list[int]) -> None:
-        """Pull the group's new tokens from the draft server into the workers' replicas."""
-        version, updates = await self.draft_server.since.remote(group_id, self.draft_versions.get(group_id, 0))
-        if updates or group_id not in self.draft_versions:
-            await self.engine.collective_rpc("umbra_update_drafts", args=(group_id, prompt, updates))
-        self.draft_versions[group_id] = version
+        """Pull the group's new tokens from the draft server into the workers' replicas (one
+        refresh per group at a time, so that no update is applied twice)."""
+        epoch = self._draft_epoch
+        try:
+            version, updates = await self.draft_server.since.remote(group_id, self.draft_versions.get(group_id, 0))
+            if epoch != self._draft_epoch:
+                return
+            if updates or group_id not in self.draft_versions:
+                await self.engine.collective_rpc("umbra_update_drafts", args=(group_id, prompt, updates))
+            if epoch == self._draft_epoch:
+                self.draft_versions[group_id] = version
+        except Exception:  # a draft refresh lost costs drafts, never the rollout
+            log.exception("draft refresh of group %s failed", group_id)
+        finally:
+            if epoch == self._draft_epoch:
+                self._refreshing.discard(group_id)
 
     async def draft_counters(self) -> dict | None:
         """The grouped proposer's Alg. 1 counters since the last call (None without it)."""
@@ -143,6 +165,8 @@ class RolloutInstance:
 
     async def reset_drafts(self) -> None:
         """Start a new rollout: forget the replicas' groups."""
+        self._draft_epoch += 1
+        self._refreshing.clear()
         self.draft_versions.clear()
         if self.draft_server is not None:
             await self.engine.collective_rpc("umbra_reset_drafts")

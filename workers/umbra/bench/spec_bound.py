@@ -1,0 +1,127 @@
+"""``umbra bench spec-bound``: the most any drafter could speed up a measured rollout on this
+machine (ours; the oracle beside ``umbra bench rollout``'s speculation rows).
+
+Input: a rollout without speculation, as ``umbra bench rollout --trace`` recorded it (every
+chunk's instance, start and finish), and the engine's step cost ``T(B, g) = c0 + c_row * B +
+c_draft * B * g`` as ``umbra bench spec-cost`` fitted it (``none`` beside ``draft<g>``).
+While an instance decodes ``B`` rows, one step of ``T(B, 0)`` seconds moves each row one token.
+An oracle drafter, every draft token accepted, moves each row ``g + 1`` tokens in ``T(B, g)``;
+it picks the best ``g <= gamma_max`` for each ``B``. So each stretch of time with ``B`` rows
+running would shrink by ``f(B) = min_g T(B, g) / ((g + 1) T(B, 0))``, and the rollout by
+``sum dt / sum f(B) dt`` over its stretches (instances summed; the slowest instance's time
+would be the wall time, so the whole-rollout bound uses each instance's own stretches and
+takes the largest). Prefill time is shrunk too, so the bound is generous. ``--accept-rate a``
+gives the same for a drafter whose every draft position holds with probability ``a``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--trace", required=True, help="umbra bench rollout --trace JSONL")
+    p.add_argument("--policy", default="seer-no-spec", help="the trace's rollout without speculation")
+    p.add_argument("--cost", required=True, help="umbra bench spec-cost --json output (with none and draft<g>)")
+    p.add_argument("--gamma-max", type=int, default=8)
+    p.add_argument("--accept-rate", type=float, default=1.0,
+                   help="acceptance per draft position (1.0: the oracle, every draft accepted; the "
+                        "rollout bench's rows show what grouped drafts reach)")
+    p.add_argument("--json", dest="json_path", default=None, help="write results here")
+
+
+def shrink(rows: int, cost: dict, gamma_max: int, accept: float = 1.0) -> tuple[float, int]:
+    """``(f, g)``: the factor a drafter whose every draft position is accepted with probability
+    ``accept`` (1: the oracle) shrinks a step of ``rows`` rows by, and its best draft length."""
+    base = cost["c0_s"] + cost["row_s"] * rows
+    best, best_g = 1.0, 0
+    for g in range(1, gamma_max + 1):
+        tokens = sum(accept ** k for k in range(g + 1))  # per row and step: E(g), Seer Alg. 1
+        f = (base + cost["draft_s"] * rows * g) / (tokens * base)
+        if f < best:
+            best, best_g = f, g
+    return best, best_g
+
+
+def stretches(chunks: list[tuple[float, float]]) -> list[tuple[float, float, int]]:
+    """``[(start, end, running rows)]`` from one instance's chunk intervals ``(start, finish)``."""
+    edges = sorted([(s, 1) for s, _ in chunks] + [(f, -1) for _, f in chunks])
+    out, rows, last = [], 0, None
+    for t, d in edges:
+        if last is not None and t > last and rows > 0:
+            out.append((last, t, rows))
+        rows += d
+        last = t
+    return out
+
+
+def bound(records: list[dict], cost: dict, gamma_max: int, tail_from: float | None = None,
+          accept: float = 1.0) -> dict:
+    """The oracle drafter's speed-up over ``records`` (one rollout's trace rows), over the
+    whole rollout and, with ``tail_from`` (seconds from its start), over its tail."""
+    by_instance: dict[int, list] = {}
+    for r in records:
+        for inst, start, finish, _tokens in r["chunks"]:
+            by_instance.setdefault(inst, []).append((start, finish))
+    whole, oracle, tail, tail_oracle, rows_time = 0.0, 0.0, 0.0, 0.0, {}
+    for chunks in by_instance.values():
+        t_inst = o_inst = 0.0
+        for start, end, rows in stretches(chunks):
+            dt = end - start
+            f, _g = shrink(rows, cost, gamma_max, accept)
+            t_inst, o_inst = t_inst + dt, o_inst + f * dt
+            rows_time[rows] = rows_time.get(rows, 0.0) + dt
+            if tail_from is not None and start >= tail_from:
+                tail, tail_oracle = tail + dt, tail_oracle + f * dt
+        if t_inst > whole:
+            whole, oracle = t_inst, o_inst
+    return {"busy_s": whole, "oracle_busy_s": oracle, "speedup": whole / oracle if oracle else 1.0,
+            "tail_busy_s": tail, "tail_oracle_s": tail_oracle,
+            "tail_speedup": tail / tail_oracle if tail_oracle else 1.0,
+            "best_draft_by_rows": {b: shrink(b, cost, gamma_max, accept)[1] for b in sorted(rows_time)}}
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the bound; returns the exit code (2 on bad input)."""
+    from umbra.rollout.metrics import tail_time
+
+    try:
+        with open(args.cost) as fh:
+            cost = json.load(fh).get("fit")
+        if not cost:
+            raise ValueError(f"{args.cost} holds no step-cost fit (time none and a draft<g> kind)")
+        with open(args.trace) as fh:
+            records = [rec for rec in map(json.loads, filter(str.strip, fh)) if rec.get("policy") == args.policy]
+        if not records:
+            raise ValueError(f"{args.trace} holds no requests of policy {args.policy}")
+    except (OSError, ValueError) as exc:
+        print(f"umbra bench spec-bound: {exc}", file=sys.stderr)
+        return 2
+    finishes = [r["finish_s"] for r in records]
+    tail = tail_time(0.0, finishes)
+    if not 0.0 <= args.accept_rate <= 1.0:
+        print("umbra bench spec-bound: --accept-rate must be within 0..1", file=sys.stderr)
+        return 2
+    out = bound(records, cost, args.gamma_max, max(finishes) - tail, args.accept_rate)
+    out.update(tail_time_s=tail, cost=cost, policy=args.policy, accept_rate=args.accept_rate)
+    print(f"step cost: {1000 * cost['c0_s']:.1f} ms + {1000 * cost['row_s']:.2f} ms/row"
+          f" + {1000 * cost['draft_s']:.2f} ms/draft token")
+    who = "an oracle drafter (every draft accepted)" if args.accept_rate == 1 else \
+        f"a drafter accepted {args.accept_rate:.2f} per position"
+    print(f"{args.policy}: busiest instance {out['busy_s']:.1f} s; {who} "
+          f"{out['oracle_busy_s']:.1f} s: at most {out['speedup']:.2f}x")
+    print(f"tail ({tail:.1f} s): at most {out['tail_speedup']:.2f}x faster "
+          f"({out['tail_busy_s']:.1f} -> {out['tail_oracle_s']:.1f} s busy on the tail's instances)")
+    spans: list[list[int]] = []  # [first rows, last rows, draft length]
+    for b, g in out["best_draft_by_rows"].items():
+        if spans and spans[-1][2] == g and spans[-1][1] == b - 1:
+            spans[-1][1] = b
+        else:
+            spans.append([b, b, g])
+    print("best draft length by running rows: " + ", ".join(
+        f"{lo}{'' if lo == hi else f'-{hi}'}: {g}" for lo, hi, g in spans))
+    if args.json_path:
+        with open(args.json_path, "w") as fh:
+            json.dump(out, fh, indent=2)
+    return 0
