@@ -16,16 +16,19 @@ SEER_VARIANTS = {"seer": {}, "seer-no-spec": {"speculation": None}, "seer-no-con
                  "seer-no-history": {"history": False},
                  # seer-no-spec's scheduling on engines running vLLM's n-gram prompt lookup (vanilla SD)
                  "spec-ngram": {"speculation": "ngram"},
+                 # seer-no-spec's scheduling on engines running vLLM's speculative path with a
+                 # proposer that never drafts: what the path itself costs in a rollout
+                 "spec-null": {"speculation": "null"},
                  # beyond the paper: seer without speculation, group estimates primed by earlier rollouts
                  "seer-history": {"speculation": None, "length_history": True},
                  # beyond the paper: seer without speculation, instance loads kept within 4 requests
                  "seer-balanced": {"speculation": None, "balance_spread": 4}}
 BASELINES = ("verl", "static-group", "request-lb", "oracle-lfs")
 VARIANT_NAMES = ("verl", "static-group", "request-lb", "seer-divided", "seer-no-spec", "seer", "seer-no-context",
-                 "seer-no-divided", "seer-no-history", "spec-ngram", "seer-history", "seer-balanced", "oracle-lfs")
+                 "seer-no-divided", "seer-no-history", "spec-ngram", "spec-null", "seer-history", "seer-balanced", "oracle-lfs")
 # Variants only real engines can run: the simulator models grouped speculation by an acceptance
 # length, with no notion of where drafts come from.
-ENGINE_ONLY = ("seer-no-history", "spec-ngram")
+ENGINE_ONLY = ("seer-no-history", "spec-ngram", "spec-null")
 SIM_VARIANT_NAMES = tuple(n for n in VARIANT_NAMES if n not in ENGINE_ONLY)
 # What bench, sim and the what-if page compare unless told otherwise.
 DEFAULT_VARIANTS = ("verl", "static-group", "request-lb", "seer-no-spec", "seer", "oracle-lfs")
