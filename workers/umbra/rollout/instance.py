@@ -64,6 +64,7 @@ class RolloutInstance:
         self.draft_server = draft_server  # grouped speculative decoding when set
         self.draft_versions: dict[int, int] = {}
         self._refreshing: set[int] = set()  # groups whose draft refresh is under way
+        self._refresh_tasks: set = set()  # held: the event loop keeps only weak references to tasks
         self._draft_epoch = 0  # bumped by reset_drafts: a refresh begun before it is dropped
         speculation = "grouped" if draft_server is not None else speculation
         spec = None if speculation is None else {"num_speculative_tokens": gamma_max, **SPECULATION[speculation]}
@@ -124,7 +125,9 @@ class RolloutInstance:
             # asynchronously): awaited, the draft server's reply and the engine-side update,
             # which waits for the running step to end, kept the request out of a step or two
             self._refreshing.add(group_id)
-            asyncio.get_running_loop().create_task(self._refresh_drafts(group_id, prompt_token_ids))
+            task = asyncio.get_running_loop().create_task(self._refresh_drafts(group_id, prompt_token_ids))
+            self._refresh_tasks.add(task)
+            task.add_done_callback(self._refresh_tasks.discard)
         extra = None if kv is None else {"umbra_kv": {"key": request_id, **kv}}
         params = SamplingParams(n=1, temperature=temperature, max_tokens=max_tokens, seed=seed, ignore_eos=ignore_eos,
                                 extra_args=extra)
