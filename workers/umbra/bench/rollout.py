@@ -18,7 +18,6 @@ from umbra.rollout.policies.variants import DEFAULT_VARIANTS, KV_RESERVES, add_r
 FIELDS = ("rollout_time_s", "throughput_tok_s", "tail_time_s", "accept_len", "preemptions", "output_tokens",
           "migrations", "kv_given_up", "reprefill_tokens", "draft_tokens", "decode_tok_s")
 MAX_EPOCHS = 100
-INSTANCE_CPUS = 0.5  # what a rollout instance asks of Ray (umbra.rollout.instance.start_instances)
 SPEC_EXTRAS = ("rollout/spec/drafting_steps_frac", "rollout/spec/step_cost_ms", "rollout/spec/row_cost_ms",
                "rollout/spec/draft_cost_ms",
                "rollout/spec/history_mb", "rollout/spec/seeded_groups")
@@ -128,6 +127,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.interleave:
         kinds = list(dict.fromkeys(v.speculation for v in variants))
+        from umbra.rollout.instance import INSTANCE_CPUS
+
         need, have = len(kinds) * args.instances * INSTANCE_CPUS, ray.cluster_resources().get("CPU", 0)
         if need > have:  # Ray would wait for the CPUs forever
             print(f"umbra bench rollout: --interleave needs {len(kinds)} engine sets x {args.instances} instances x "

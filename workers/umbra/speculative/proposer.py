@@ -163,7 +163,7 @@ class FixedDraftProposer:
     """Drafts exactly ``num_speculative_tokens`` tokens for every row that sampled one, all of
     them token 0 (which the target almost never samples, so nearly every draft is rejected and
     each step still yields one token per row). ``umbra bench spec-cost`` times engines with it
-    to measure what verifying a draft token costs, whatever it is accepted or not."""
+    to measure what verifying a draft token costs, accepted or not."""
 
     def __init__(self, vllm_config=None):
         spec = getattr(vllm_config, "speculative_config", None)
