@@ -75,3 +75,23 @@ def test_history_drafts_stay_lossless_and_are_used_from_the_first_step(ray_drive
     stats = ray_driver.get(server.stats.remote())
     assert stats["seeded_groups"] == len(prompts) and stats["history_mb"] > 0
     assert drafted_first_chunks[1] > drafted_first_chunks[0]
+
+
+def test_a_continued_chunk_starts_without_placeholder_drafts(ray_driver, spec_setup):
+    """A chunk after the first starts with one uncached token (its context is cached up to a
+    block boundary); vLLM pads such a start with placeholder drafts that get verified and
+    rejected, which cost every chunk start a draft step (umbra.speculative.unpadded_chunks).
+    With nothing to draft from, the speculating engine verifies no draft token at all."""
+    spec_instances, server = spec_setup
+    inst = spec_instances[0]
+    ray_driver.get([server.reset.remote(), inst.reset_drafts.remote()])
+    block = ray_driver.get(inst.ready.remote())["kv_block_tokens"]
+    prompt = [1] + [3 + (t * 37) % 97 for t in range(block + 7)]  # no repeats: nothing to draft from
+    before = ray_driver.get(inst.engine_counters.remote())
+    first = ray_driver.get(inst.generate_chunk.remote("g900-r0", 900, prompt, [], 2 * block - len(prompt) + 1,
+                                                      1, 0.0, True))
+    second = ray_driver.get(inst.generate_chunk.remote("g900-r0", 900, prompt, first["tokens"], 8, 1, 0.0, True))
+    after = ray_driver.get(inst.engine_counters.remote())
+    assert len(prompt) + len(first["tokens"]) == 2 * block + 1
+    assert second["prefill_tokens"] == 1  # the case vLLM pads: all but the last context token cached
+    assert after["spec_draft_tokens"] == before["spec_draft_tokens"]

@@ -12,7 +12,7 @@ import pytest
 
 from umbra.config import PROMPT_BUDGET, RunConfig
 from umbra.rollout.capacity import concurrency_cap
-from umbra.rollout.manager import RolloutManager
+from umbra.rollout.manager import DRAFT_ROOM, RolloutManager
 
 
 class _Started(Exception):
@@ -46,9 +46,10 @@ def test_a_run_sizes_its_engines_for_its_longest_prompt(tiny_model_path, engines
     shape = started.value.shape
     data = DataSource.from_dataset("arith", AutoTokenizer.from_pretrained(tiny_model_path), PROMPT_BUDGET,
                                    config.prompts_per_iteration, config.seed)
-    assert shape.max_model_len == min(1024, data.longest_prompt + config.max_tokens)
+    assert shape.max_model_len == min(1024, data.longest_prompt + config.max_tokens + DRAFT_ROOM)
     assert shape.max_num_seqs == config.max_num_seqs
-    assert shape.capacity == concurrency_cap(tiny_model_path, 1, shape.max_model_len, 4096)
+    longest = min(1024, data.longest_prompt + config.max_tokens)  # the worst case a request can reach
+    assert shape.capacity == concurrency_cap(tiny_model_path, 1, longest, 4096)
 
 
 def test_the_benchmark_sizes_its_engines_by_the_same_rule(tiny_model_path, engines, monkeypatch):
@@ -65,7 +66,7 @@ def test_the_benchmark_sizes_its_engines_by_the_same_rule(tiny_model_path, engin
     shape = started.value.shape
     assert shape.capacity < 4096  # the KV budget binds, not --max-num-seqs
     assert shape.max_num_seqs == 4096 and shape.max_model_len <= 1024
-    assert shape.capacity == concurrency_cap(tiny_model_path, 1, shape.max_model_len, 4096)
+    assert shape.capacity == concurrency_cap(tiny_model_path, 1, shape.max_model_len - DRAFT_ROOM, 4096)
 
 
 def test_train_max_samples_keeps_the_first_problems_after_the_hold_out(tiny_model_path):

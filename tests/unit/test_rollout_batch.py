@@ -4,7 +4,7 @@ import json
 import pytest
 
 from umbra.rollout.batch import RolloutBatch, Sample
-from umbra.rollout.manager import RolloutShape
+from umbra.rollout.manager import DRAFT_ROOM, RolloutShape
 from umbra.rollout.request import ChunkRecord, RequestStatus, make_groups
 
 
@@ -39,7 +39,7 @@ def test_shape_fits_the_longest_prompt_and_the_kv_budget(tmp_path):
                                                       "hidden_size": 8, "num_hidden_layers": 2}))
     shape = RolloutShape.fit(str(tmp_path), context_length=2048, longest_prompt=100, group_size=8, max_tokens=412,
                              temperature=1.0, kv_cache_gib=1, max_num_seqs=256)
-    assert shape.max_model_len == 512
+    assert shape.max_model_len == 512 + DRAFT_ROOM  # a full draft still fits at the last token
     assert shape.capacity == 256  # 1 GiB holds far more than 256 sequences of 512 tokens
     tight = RolloutShape.fit(str(tmp_path), 300, 100, 8, 412, 1.0, 1, 256)
     assert tight.max_model_len == 300  # never past the model's context

@@ -25,6 +25,8 @@ from vllm.v1.core.sched.async_scheduler import AsyncScheduler
 from vllm.v1.core.sched.scheduler import Scheduler
 from vllm.v1.request import RequestStatus
 
+from umbra.speculative.unpadded_chunks import unpad_chunk_starts
+
 KEY = "umbra_kv"
 
 
@@ -134,11 +136,13 @@ def _note(request) -> dict | None:
 
 
 class LedgerScheduler(LedgerEvictionMixin, Scheduler):
-    """:class:`Scheduler` with ledger-following eviction (CPU, speculative engines)."""
+    """:class:`Scheduler` with ledger-following eviction (CPU, speculative engines); a
+    speculating engine's chunk starts are not padded (:mod:`umbra.speculative.unpadded_chunks`)."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self._umbra_init()
+        unpad_chunk_starts(self)
 
 
 class AsyncLedgerScheduler(LedgerEvictionMixin, AsyncScheduler):
@@ -147,3 +151,4 @@ class AsyncLedgerScheduler(LedgerEvictionMixin, AsyncScheduler):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self._umbra_init()
+        unpad_chunk_starts(self)

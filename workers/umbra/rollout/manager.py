@@ -29,6 +29,15 @@ class OffPolicyError(RuntimeError):
     """A rollout used weights other than the ones the trainer last pushed."""
 
 
+# Room past the longest request for a full draft (ours). A speculating engine drafts only while
+# the batch's longest sequence plus ``num_speculative_tokens`` fits ``max_model_len``; beyond it
+# vLLM 0.32 hands the scheduler drafts of token 0 instead of none ("not input_fits_in_drafter" in
+# its model runner), which are verified and rejected: every request that ran to ``max_tokens``
+# paid a draft step at each of its last steps. KV is held for real tokens only, so the room
+# costs nothing. At least RolloutInstance's ``gamma_max`` (8); none where the model's context binds.
+DRAFT_ROOM = 16
+
+
 @dataclass(frozen=True)
 class RolloutShape:
     """What every iteration's rollout looks like: ``group_size`` responses per prompt of up to
@@ -46,11 +55,13 @@ class RolloutShape:
     @classmethod
     def fit(cls, model_path: str, context_length: int, longest_prompt: int, group_size: int, max_tokens: int,
             temperature: float, kv_cache_gib: int, max_num_seqs: int) -> "RolloutShape":
-        """The shape for prompts of at most ``longest_prompt`` tokens: engines just long enough
-        for the longest prompt plus ``max_tokens`` (within the model's context), and a capacity
-        that fits that many worst-case requests into the KV budget (so vLLM never preempts)."""
-        max_len = min(context_length, longest_prompt + max_tokens)
-        cap = concurrency_cap(model_path, kv_cache_gib, max_len, max_num_seqs)
+        """The shape for prompts of at most ``longest_prompt`` tokens: engines long enough for
+        the longest prompt plus ``max_tokens`` plus :data:`DRAFT_ROOM` (within the model's
+        context), and a capacity that fits that many worst-case requests (prompt plus
+        ``max_tokens``) into the KV budget (so vLLM never preempts)."""
+        longest = min(context_length, longest_prompt + max_tokens)
+        cap = concurrency_cap(model_path, kv_cache_gib, longest, max_num_seqs)
+        max_len = min(context_length, longest + DRAFT_ROOM)
         return cls(group_size, max_tokens, temperature, max_len, max_num_seqs, cap, kv_cache_gib)
 
 

@@ -9,9 +9,10 @@ in ``RejectionSampler.forward``, and steps 12% slower than an engine without spe
 (``umbra bench spec-cost``, ``null`` vs ``none``). With no draft the rejection sampler's
 answer is the plain sampler's (the bonus token is sampled from the target distribution),
 so such a step takes the plain sampler: in steady decode a speculating engine that drafts
-nothing then costs what an engine without speculation costs. In a rollout (requests entering
-and leaving) it still runs ~15% slower (``umbra bench rollout``, ``spec-null`` vs
-``seer-no-spec``; README), for a reason not found yet. Steps with drafts are untouched.
+nothing then costs what an engine without speculation costs. In a rollout two more sources of
+drafts nobody proposed are removed elsewhere: placeholder drafts at every continued chunk's
+start (:mod:`umbra.speculative.unpadded_chunks`) and drafts of token 0 near
+``max_model_len`` (``umbra.rollout.manager.DRAFT_ROOM``). Steps with drafts are untouched.
 """
 from __future__ import annotations
 
