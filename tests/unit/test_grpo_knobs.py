@@ -91,14 +91,15 @@ def test_clip_frac_counts_only_tokens_where_the_clip_binds():
 
 
 class _FixedLogits(torch.nn.Module):
-    """A "model" whose logits are given (pure logic: the log-prob maths only)."""
+    """A "model" whose logits are given (pure logic: the log-prob maths only); a fresh tensor
+    per call, as a model's forward gives (``token_logprobs`` divides it in place)."""
 
     def __init__(self, logits):
         super().__init__()
         self.logits = logits
 
     def forward(self, input_ids, attention_mask):
-        return type("Out", (), {"logits": self.logits})()
+        return type("Out", (), {"logits": self.logits.clone()})()
 
 
 def test_logprobs_are_taken_at_the_sampling_temperature():

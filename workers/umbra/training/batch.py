@@ -41,11 +41,15 @@ def token_logprobs(model, batch: TokenBatch, with_entropy: bool = True, temperat
     from, as veRL's actor (``logits.div_(temperature)``) and TRL's GRPOTrainer do."""
     logits = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits[:, :-1].float()
     if temperature != 1.0:
-        logits = logits / temperature
+        # in place, as veRL does: a [B, L, vocab] float32 copy is the step's largest tensor
+        # (805 MB for a 4,096-token micro-batch of a 49,152-token vocabulary); the output
+        # projection does not keep its output for its backward, so this is safe for autograd
+        logits = logits.div_(temperature)
     lse = torch.logsumexp(logits, dim=-1)
     logp = torch.gather(logits, -1, batch.input_ids[:, 1:, None]).squeeze(-1) - lse
     entropy = None
     if with_entropy:
-        with torch.no_grad():
-            entropy = lse - (torch.softmax(logits, dim=-1) * logits).sum(-1)
+        with torch.no_grad():  # one sequence at a time: two more [B, L, vocab] temporaries otherwise
+            entropy = torch.stack([lse[i] - (torch.softmax(row, dim=-1) * row).sum(-1)
+                                   for i, row in enumerate(logits)])
     return logp, entropy
