@@ -145,3 +145,24 @@ def test_trainer_micro_batches_add_up_to_the_batch_aggregate(tmp_path, mode):
     b = pack(PROMPTS, RESPONSES, 0)
     expected = agg_loss(-torch.tensor(adv)[:, None].expand_as(b.response_mask), b.response_mask, mode, 8)
     assert losses == pytest.approx([expected.item()] * 2, rel=1e-5)
+
+
+def test_logprobs_at_a_temperature_backpropagate_through_a_real_model():
+    """The temperature divides the logits in place: autograd must still give the gradient of
+    the out-of-place formula (a model whose output projection kept its output would fail here)."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(LlamaConfig(vocab_size=40, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                                         num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=32))
+    batch = pack(PROMPTS, RESPONSES, pad_id=0)
+    logp, _ = token_logprobs(model, batch, True, temperature=0.6)
+    (logp * batch.response_mask).sum().backward()
+    got = [p.grad.clone() for p in model.parameters()]
+    model.zero_grad()
+    logits = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits[:, :-1] / 0.6
+    want = torch.gather(logits, -1, batch.input_ids[:, 1:, None]).squeeze(-1) - torch.logsumexp(logits, -1)
+    (want * batch.response_mask).sum().backward()
+    assert torch.allclose(logp, want.detach(), atol=1e-6)
+    for g, p in zip(got, model.parameters()):
+        assert torch.allclose(g, p.grad, atol=1e-6)
