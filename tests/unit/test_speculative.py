@@ -217,33 +217,3 @@ def test_step_cost_is_fitted_on_decode_steps_of_the_same_requests_only():
     batch.req_ids = ["g1-r2-0-v0-bbbb"]
     prop.propose([[7]], np.array([5]), buf)            # one finished: still a decode step
     assert seen == [1, 2, 2]
-
-
-def test_indexing_queued_tokens_is_not_read_as_draft_cost(monkeypatch):
-    """Indexing a group's queued tokens happens once per token, whenever the group next drafts:
-    that time must not reach Alg. 1's per-step cost, or a group seeded with history would look
-    too expensive to draft for."""
-    import time
-    from types import SimpleNamespace
-
-    from umbra.speculative import proposer as mod
-
-    monkeypatch.setattr(mod, "choose_draft_length", lambda *a: 2)  # draft on every step
-    prop = GroupedSuffixProposer(gamma_max=4)
-    prop.replica.apply(1, [1, 2], [("g1-r0", [5, 6, 7, 8, 9])])
-    real = prop.replica.suffix_index
-
-    def slow_index(group):
-        time.sleep(0.2)  # a large group's first index build
-        return real(group)
-
-    prop.replica.suffix_index = slow_index
-    prop.bind(SimpleNamespace(req_ids=["g1-r1-0-v0-aaaa"]))
-    buf = np.zeros((1, 16), dtype=np.int64)
-    buf[0, :4] = [1, 2, 5, 6]
-    seen = []
-    prop.cost.observe = lambda rows, drafts, seconds: seen.append((drafts, seconds))
-    assert prop.propose([[6]], np.array([4]), buf) == [[7, 8]]
-    prop.propose([[7]], np.array([5]), buf)
-    assert seen and seen[0][0] == 2  # the step that verified the 2 drafts was timed
-    assert seen[0][1] < 0.1, seen  # without the 0.2 s of indexing

@@ -45,7 +45,6 @@ class GroupedSuffixProposer:
         self.last: dict = {}  # row key (request id, or (group, context length, last token)) -> draft length
         self.last_time: float | None = None
         self.last_drafts = 0
-        self.last_index_s = 0.0  # the last call's time spent indexing its groups' queued tokens
         self.rows_before: set = set()  # the request ids of the last call's rows
         self.steps = self.drafting_steps = 0  # calls since the last ``take_counters``
 
@@ -102,12 +101,7 @@ class GroupedSuffixProposer:
         # decode steps of the same requests are fitted (a request that entered was prefilled
         # in it; prefill tokens cost less each than decode ones).
         if self.last_time is not None and req_ids is not None and self.rows_before.issuperset(req_ids):
-            # less the indexing of queued tokens (ours): every response token is indexed once,
-            # whenever its group next drafts, so that work does not grow with the draft length;
-            # counted in the drafting step it read as draft cost (c_draft 38-45 ms a token in the
-            # benches where groups had the most to index, history-seeded ones included; 3-7 ms
-            # elsewhere), and Alg. 1 stopped drafting where the index held the most
-            self.cost.observe(len(self.rows_before), self.last_drafts, now - self.last_time - self.last_index_s)
+            self.cost.observe(len(self.rows_before), self.last_drafts, now - self.last_time)
         if self.last:  # verdicts on last step's drafts
             if req_ids is None:
                 groups = self._groups(rows, None, num_tokens_no_spec, token_ids_cpu)
@@ -126,7 +120,6 @@ class GroupedSuffixProposer:
             self.last.clear()  # rows that ended mid-draft leave stale entries
         gamma = choose_draft_length(rows, self.stats, self.cost, self.gamma_max)
         self.steps += 1
-        index_s = 0.0
         if gamma:  # speculation off costs one cost-model update per step, nothing per row
             if groups is None:
                 groups = self._groups(rows, req_ids, num_tokens_no_spec, token_ids_cpu)
@@ -136,10 +129,7 @@ class GroupedSuffixProposer:
                     continue  # no sampled token (e.g. mid-prefill): vLLM expects no draft
                 n = int(num_tokens_no_spec[i])
                 ctx = token_ids_cpu[i, max(0, n - self.replica.max_match):n].tolist()
-                t = time.perf_counter()
-                index = self.replica.suffix_index(g)
-                index_s += time.perf_counter() - t
-                draft = index.propose(ctx, gamma, MIN_MATCH)
+                draft = self.replica.suffix_index(g).propose(ctx, gamma, MIN_MATCH)
                 if draft:
                     self.last[req_ids[i] if req_ids is not None else (g, n, ctx[-1])] = len(draft)
                     drafts[i] = draft
@@ -150,7 +140,7 @@ class GroupedSuffixProposer:
                                      "sampled": sum(len(x) for x in sampled_token_ids), "c0": self.cost.c0,
                                      "c1": self.cost.c_row, "cd": self.cost.c_draft,
                                      "rate": [round(r, 3) for r in self.stats.rate[:4]]}) + "\n")
-        self.last_time, self.rows_before, self.last_index_s = now, set(req_ids or ()), index_s
+        self.last_time, self.rows_before = now, set(req_ids or ())
         self.drafting_steps += self.last_drafts > 0
         return drafts
 
