@@ -15,7 +15,8 @@ A chunk that ends at EOS or is ``final`` releases its blocks; any other end park
 (remembered by ``key``). Released blocks go to the front of the free queue (reused
 first, still cached until then) unless a parked request still holds them (a group's
 shared prompt blocks), so the engine evicts what the ledger freed, never what it keeps.
-Requests without ``umbra_kv`` (policies without a ledger) are scheduled as vLLM does.
+Requests without ``umbra_kv`` (policies without a ledger) are scheduled as vLLM does, except
+that a speculating engine does not pad chunk starts (:mod:`umbra.speculative.unpadded_chunks`).
 """
 from __future__ import annotations
 
