@@ -15,7 +15,7 @@ setup:
 demo: setup
 	@DATA="$(if $(wildcard $(DATA)),$(abspath $(DATA)),$(DATA))" MODEL="$(MODEL)" bash scripts/demo.sh
 
-# The learning curve of README's "Proof that it learns": SmolLM2-135M on arith-easy (about an hour).
+# The learning curve of README's "Proof that it learns": SmolLM2-135M on arith-easy, 15 iterations (about 21 minutes).
 learn: setup
 	@CONFIG=examples/learn.yaml bash scripts/demo.sh
 

@@ -6,7 +6,8 @@ to the runs already dispatched there. CPUs and GPUs are what the run's actors as
 tests/unit/test_run_demand.py keeps the numbers here equal to theirs). The actors ask
 Ray for no memory, so memory is estimated: the engines and the trainer run float32, an
 engine holds the weights and (on a CPU cluster) its KV cache, the trainer the policy, the
-reference copy, the gradients and AdamW's two moments.
+reference copy, the gradients, AdamW's two moments and (on a CPU cluster) one micro-batch's
+activations.
 """
 from __future__ import annotations
 
@@ -31,6 +32,15 @@ DRIVER_BYTES = GIB // 2
 FLOAT32_BYTES = 4
 # Parameters of the named models (umbra.models.registry), known without preparing them.
 NAMED_MODEL_PARAMETERS = {"tiny": 300_000, "smollm2": 135_000_000}
+# (vocab, hidden, layers) of the named models, for the activation estimate.
+NAMED_MODEL_SHAPES = {"tiny": (512, 128, 2), "smollm2": (49_152, 576, 30)}
+# Activation bytes per token of a training micro-batch (ours, fitted): float32 logits and their
+# copies and gradients (~20 bytes per vocabulary entry) and each layer's saved activations
+# (~100 bytes per hidden unit). `umbra bench train --model smollm2 --sequences 64
+# --prompt-tokens 64 --response-tokens 96 --kl-coef 0` peaked at 4.1 / 5.3 / 8.2 / 13.4 GiB
+# with --micro-tokens 512 / 1,024 / 2,048 / 4,096; this estimate gives 4.3 / 5.6 / 8.1 / 13.3.
+ACTIVATION_BYTES_PER_VOCAB = 20
+ACTIVATION_BYTES_PER_HIDDEN_LAYER = 100
 
 
 @dataclass(frozen=True)
@@ -81,6 +91,36 @@ def parameter_count(hf_config: dict) -> int:
     return embeddings + layers * (attention + 3 * hidden * inner)
 
 
+@dataclass(frozen=True)
+class ModelSize:
+    """What the estimate needs of a model: its float32 weights and the activation bytes per
+    token of a training micro-batch."""
+
+    weights_bytes: int
+    activation_bytes_per_token: int
+
+
+def activation_bytes_per_token(vocab: int, hidden: int, layers: int) -> int:
+    """Training activation bytes per micro-batch token (see ACTIVATION_BYTES_PER_*)."""
+    return ACTIVATION_BYTES_PER_VOCAB * vocab + ACTIVATION_BYTES_PER_HIDDEN_LAYER * hidden * layers
+
+
+def model_size(model: str) -> ModelSize:
+    """:func:`model_weights_bytes` and the activation bytes per token, from the named model's
+    known shape or the folder's config.json (an unreadable one counts as the largest named model)."""
+    weights = model_weights_bytes(model)
+    shape = NAMED_MODEL_SHAPES.get(model)
+    if shape is None:
+        try:
+            cfg = json.loads((Path(model) / "config.json").read_text())
+            shape = (int(cfg["vocab_size"]), int(cfg["hidden_size"]), int(cfg["num_hidden_layers"]))
+            if min(shape) < 1:
+                raise ValueError("sizes below 1")
+        except (OSError, ValueError, KeyError, TypeError, ArithmeticError):
+            shape = NAMED_MODEL_SHAPES["smollm2"]
+    return ModelSize(weights, activation_bytes_per_token(*shape))
+
+
 def model_weights_bytes(model: str) -> int:
     """Bytes of ``model``'s float32 weights: a named model's known size, else counted from
     the folder's config.json (a model whose config cannot be read counts as the largest
@@ -93,23 +133,27 @@ def model_weights_bytes(model: str) -> int:
         return max(NAMED_MODEL_PARAMETERS.values()) * FLOAT32_BYTES
 
 
-def run_demand(config: RunConfig, weights_bytes: int, gpu_cluster: bool) -> Resources:
+def run_demand(config: RunConfig, size: ModelSize, gpu_cluster: bool) -> Resources:
     """What a run of ``config`` holds while it runs, on a cluster with GPUs or without.
 
-    Pure: ``weights_bytes`` is the model's float32 size (:func:`model_weights_bytes`).
+    Pure: ``size`` is the model's float32 size and activation bytes per token (:func:`model_size`).
     A rollout instance: ``ROLLOUT_INSTANCE_CPUS`` (and a GPU on a GPU cluster), the
     weights, the engine's overhead and, on a CPU cluster, ``kv_cache_gib`` of KV cache in
     host memory. The trainer: ``TRAINER_CPUS``, the policy, gradients and AdamW's two
     moments (4x the weights), a reference copy when ``kl_coef`` > 0, spread over
-    ``trainer_ranks`` (each its ``TRAINER_CPUS``, and a GPU on a GPU cluster). The job's driver
+    ``trainer_ranks`` (each its ``TRAINER_CPUS``, and a GPU on a GPU cluster), and on a CPU
+    cluster each rank's activations for ``train_micro_tokens`` tokens. The job's driver
     asks for no CPU (a Ray job's entrypoint defaults to 0) but holds some memory.
     """
     n = config.rollout_instances
+    weights_bytes = size.weights_bytes
     kv = 0 if gpu_cluster else config.kv_cache_gib * GIB
     instance_memory = weights_bytes + kv + ENGINE_OVERHEAD_BYTES
     ranks = config.trainer_ranks  # FSDP2 shards the state over them; rank 0 gathers the full weights to sync
     trainer_memory = (weights_bytes * (4 + (1 if config.kl_coef > 0 else 0)) + ranks * TRAINER_OVERHEAD_BYTES
                       + (weights_bytes if ranks > 1 else 0))
+    if not gpu_cluster:  # on a GPU they are in device memory
+        trainer_memory += ranks * config.train_micro_tokens * size.activation_bytes_per_token
     return Resources(cpu=n * ROLLOUT_INSTANCE_CPUS + ranks * TRAINER_CPUS,
                      gpu=(n * ROLLOUT_INSTANCE_GPUS + ranks) if gpu_cluster else 0.0,
                      memory=float(n * instance_memory + trainer_memory + DRIVER_BYTES))

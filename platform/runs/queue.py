@@ -35,7 +35,7 @@ from django.db.models import Max, Q
 from django.utils import timezone
 
 from runs import leases, ray_jobs
-from runs.demand import Resources, model_weights_bytes, run_demand
+from runs.demand import ModelSize, Resources, model_size, run_demand
 from runs.fairness import Waiting, fair_order
 from runs.lifecycle import transition
 from runs.models import Run
@@ -113,15 +113,15 @@ class _Demands:
 
     def __init__(self, gpu_cluster: bool):
         self.gpu_cluster = gpu_cluster
-        self._weights: dict[str, int] = {}
+        self._sizes: dict[str, ModelSize] = {}
 
     def of(self, config: dict) -> Resources:
         # Stored configs were validated when submitted; a data set or model folder gone
         # since must not stop the queue (the dispatch reports it), so no validation here.
         cfg = RunConfig.model_construct(**{k: v for k, v in config.items() if k in RunConfig.model_fields})
-        if cfg.model not in self._weights:
-            self._weights[cfg.model] = model_weights_bytes(cfg.model)
-        return run_demand(cfg, self._weights[cfg.model], self.gpu_cluster)
+        if cfg.model not in self._sizes:
+            self._sizes[cfg.model] = model_size(cfg.model)
+        return run_demand(cfg, self._sizes[cfg.model], self.gpu_cluster)
 
 
 def pump(totals_of: Callable[[dict], dict] | None = None) -> Decision | None:

@@ -1,16 +1,19 @@
 """Faults a run survives on the real stack (form -> Celery -> Ray job -> vLLM, tiny model):
 a rollout instance killed mid-iteration, then the job's driver killed, then Resume, then
-Cancel and Resume again. The run validates after every iteration, so the same job shows
-``val/*`` metrics reaching the platform.
+Cancel and Resume again, then a trainer rank killed mid-step and Resume. The run validates
+after every iteration, so the same job shows ``val/*`` metrics reaching the platform.
 
-Every fault hits one run (one Ray job and its resumed attempts instead of four jobs): the
+Every fault hits one run (one Ray job and its resumed attempts instead of five jobs): the
 instance dies in iteration 1, the driver in iteration 3, after the checkpoint that follows
 iteration 1; the resumed attempt re-runs iterations 2 and 3 and is cancelled once the
-checkpoint after iteration 3 is in force; the next attempt runs 4 and 5. The trainer runs
-as 2 ranks (``trainer_ranks``), so each Resume loads a sharded checkpoint."""
+checkpoint after iteration 3 is in force; in the next attempt a trainer rank dies in a GRPO
+step, and the last attempt runs 4 and 5. The trainer runs as 2 ranks (``trainer_ranks``), so
+each Resume loads a sharded checkpoint."""
 import os
 import signal
+import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
@@ -61,6 +64,20 @@ def _job(ray_cluster, run: Run):
     from ray.job_submission import JobSubmissionClient
 
     return JobSubmissionClient(ray_cluster["dashboard"]).get_job_info(run.submission_id)
+
+
+def _trainer_ranks_in_a_step() -> list[int]:
+    """Pids of the processes that run a trainer rank's GRPO step now (Ray titles an actor's
+    process by the method it runs)."""
+    out = subprocess.run(["ps", "-eo", "pid=,args="], capture_output=True, text=True).stdout
+    return [int(line.split()[0]) for line in out.splitlines() if "ray::GRPOTrainer.train_step" in line]
+
+
+def _gone(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"  # a zombie holds nothing
+    except FileNotFoundError:
+        return True
 
 
 def _every_request_once(trace) -> bool:
@@ -139,12 +156,37 @@ def test_run_survives_a_killed_instance_and_a_killed_driver_and_resumes_from_the
     assert run.ray_job_id == f"umbra-run-{run.pk}-a1"
     cancelled = dict(MetricPoint.objects.filter(run=run, name="iteration/time_s").values_list("step", "wall_time"))
 
-    # 5. Resume again: the next attempt loads the checkpoint after iteration 3 and runs 4 and 5.
+    # 5. Resume again; a trainer rank is SIGKILLed in the middle of a GRPO step (iteration 4 or
+    #    5): the run fails within seconds, naming the rank and its process, and neither rank's
+    #    process is left behind.
+    assert client.post(f"/runs/{run.pk}/resume/").status_code == 302
+    in_step = {}
+
+    def a_rank_in_a_step():
+        in_step["pids"] = _trainer_ranks_in_a_step() if run.attempt == 2 and run.state == "running" else []
+        return in_step["pids"]
+
+    _wait("a trainer rank in a GRPO step", a_rank_in_a_step, 600, run, live_worker, poll_s=0.02)
+    trainer_pids = [int(p) for p in subprocess.run(["pgrep", "-f", "^ray::GRPOTrainer"], capture_output=True,
+                                                   text=True).stdout.split()]
+    victim = in_step["pids"][0]
+    killed_at = time.time()
+    os.kill(victim, signal.SIGKILL)
+    _wait("the run to fail", lambda: run.is_terminal, 60, run, live_worker, poll_s=0.1)
+    assert run.state == "failed" and time.time() - killed_at < 60
+    reason = run.events.filter(kind="state").last().reason
+    assert "trainer rank" in reason and f"(pid {victim})" in reason, reason
+    deadline = time.time() + 30
+    while time.time() < deadline and not all(_gone(p) for p in trainer_pids):
+        time.sleep(0.2)
+    assert all(_gone(p) for p in trainer_pids), f"trainer ranks left: {trainer_pids}"
+
+    # 6. Resume once more: the last attempt loads the checkpoint after iteration 3 and runs 4 and 5.
     assert client.post(f"/runs/{run.pk}/resume/").status_code == 302
     resumed_again_at = time.time()
-    _wait("the resumed run to end", lambda: run.is_terminal and run.attempt == 2, 600, run, live_worker)
+    _wait("the resumed run to end", lambda: run.is_terminal and run.attempt == 3, 600, run, live_worker)
     assert run.state == "succeeded", run.log_tail[-3000:]
-    assert run.ray_job_id == f"umbra-run-{run.pk}-a2"
+    assert run.ray_job_id == f"umbra-run-{run.pk}-a3"
     for name in KEY_METRICS + VAL_METRICS + REWARD_METRICS:  # no gap, no duplicate
         assert _steps(run, name) == list(range(ITERATIONS)), name
     val = {name: list(MetricPoint.objects.filter(run=run, name=name).values_list("value", flat=True))
@@ -162,8 +204,9 @@ def test_run_survives_a_killed_instance_and_a_killed_driver_and_resumes_from_the
     seqs = sorted(MetricBatch.objects.filter(run=run).values_list("seq", flat=True))
     assert seqs == list(range(1, len(seqs) + 1))
     states = [s for k, s in run.events.values_list("kind", "to_state") if k == "state"]
-    assert states[-9:] == ["failed", "queued", "dispatching", "running", "cancelled",
-                           "queued", "dispatching", "running", "succeeded"]
+    assert states[-13:] == ["failed", "queued", "dispatching", "running", "cancelled",
+                            "queued", "dispatching", "running", "failed", "queued", "dispatching", "running",
+                            "succeeded"]
 
     # The instance loss, as the run's history keeps it (steps 0 and 1 are the first attempt's).
     lost = MetricPoint.objects.filter(run=run, name="rollout/instances_lost").values_list("step", "value")
@@ -171,10 +214,11 @@ def test_run_survives_a_killed_instance_and_a_killed_driver_and_resumes_from_the
     assert MetricPoint.objects.get(run=run, name="rollout/redispatched_chunks", step=1).value >= 1
     notes = [n for n in run.events.filter(kind="job").values_list("reason", flat=True)
              if not n.startswith("system: ")]  # the system telemetry's notes (actor ids, memory) aside
-    assert len(notes) == 3, notes  # the instance replaced once (not again between iterations), two resumes
+    assert len(notes) == 4, notes  # the instance replaced once (not again between iterations), three resumes
     assert "died during the rollout of iteration 1" in notes[0] and "replacement" in notes[0], notes
     assert "resumed from the checkpoint after iteration 1 (policy version 2)" in notes[1], notes
     assert "resumed from the checkpoint after iteration 3 (policy version 4)" in notes[2], notes
+    assert "resumed from the checkpoint after iteration 3 (policy version 4)" in notes[3], notes
     traces = list(IterationTrace.objects.filter(run=run).order_by("iteration"))
     assert [t.iteration for t in traces] == list(range(ITERATIONS))
     for trace in traces:  # every request of every group exactly once, the killed rollout's too

@@ -25,7 +25,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sequences", type=int, default=64)
     p.add_argument("--prompt-tokens", type=int, default=256)
     p.add_argument("--response-tokens", type=int, default=256)
-    p.add_argument("--micro-tokens", type=int, default=4096, help="token budget of one micro-batch")
+    p.add_argument("--micro-tokens", type=int, default=1024,
+                   help="token budget of one micro-batch (default: the run config's)")
     p.add_argument("--threads", type=int, default=None, help="torch threads per rank (default: cores / ranks)")
     p.add_argument("--kl-coef", type=float, default=0.01)
     p.add_argument("--steps", type=int, default=1, help="GRPO steps; the table shows the last")
