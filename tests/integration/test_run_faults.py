@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -160,6 +161,7 @@ def test_run_survives_a_killed_instance_and_a_killed_driver_and_resumes_from_the
     #    5): the run fails within seconds, naming the rank and its process, and neither rank's
     #    process is left behind.
     assert client.post(f"/runs/{run.pk}/resume/").status_code == 302
+    second_resume_at = time.time()
     in_step = {}
 
     def a_rank_in_a_step():
@@ -170,6 +172,11 @@ def test_run_survives_a_killed_instance_and_a_killed_driver_and_resumes_from_the
     trainer_pids = [int(p) for p in subprocess.run(["pgrep", "-f", "^ray::GRPOTrainer"], capture_output=True,
                                                    text=True).stdout.split()]
     victim = in_step["pids"][0]
+    # a job's notes travel with its iteration's metrics: this attempt's resume note reached the
+    # platform only if it finished iteration 4 before its rank died (in iteration 5's step)
+    attempt_delivered = MetricPoint.objects.filter(run=run, name="iteration/time_s", step=4,
+                                                   wall_time__gt=datetime.fromtimestamp(second_resume_at - 1,
+                                                                                        timezone.utc)).exists()
     killed_at = time.time()
     os.kill(victim, signal.SIGKILL)
     _wait("the run to fail", lambda: run.is_terminal, 60, run, live_worker, poll_s=0.1)
@@ -214,11 +221,11 @@ def test_run_survives_a_killed_instance_and_a_killed_driver_and_resumes_from_the
     assert MetricPoint.objects.get(run=run, name="rollout/redispatched_chunks", step=1).value >= 1
     notes = [n for n in run.events.filter(kind="job").values_list("reason", flat=True)
              if not n.startswith("system: ")]  # the system telemetry's notes (actor ids, memory) aside
-    assert len(notes) == 4, notes  # the instance replaced once (not again between iterations), three resumes
+    # the instance replaced once (not again between iterations), three resumes
+    assert len(notes) == (4 if attempt_delivered else 3), (attempt_delivered, notes)
     assert "died during the rollout of iteration 1" in notes[0] and "replacement" in notes[0], notes
     assert "resumed from the checkpoint after iteration 1 (policy version 2)" in notes[1], notes
-    assert "resumed from the checkpoint after iteration 3 (policy version 4)" in notes[2], notes
-    assert "resumed from the checkpoint after iteration 3 (policy version 4)" in notes[3], notes
+    assert all("resumed from the checkpoint after iteration 3 (policy version 4)" in n for n in notes[2:]), notes
     traces = list(IterationTrace.objects.filter(run=run).order_by("iteration"))
     assert [t.iteration for t in traces] == list(range(ITERATIONS))
     for trace in traces:  # every request of every group exactly once, the killed rollout's too
