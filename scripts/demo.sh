@@ -30,7 +30,7 @@ if [ -n "$CONFIG" ] && [ ! -f "$CONFIG" ]; then
 fi
 # Runs submitted in the browser may name files of the demo data's folder.
 [ -f "$DATA" ] && export UMBRA_DATA_DIRS="${UMBRA_DATA_DIRS:+$UMBRA_DATA_DIRS:}$(dirname "$DATA")"
-export UMBRA_REWARD_DIRS="${UMBRA_REWARD_DIRS:-$PWD/examples/rewards}"  # the example custom rewards
+export UMBRA_REWARD_DIRS="${UMBRA_REWARD_DIRS:+$UMBRA_REWARD_DIRS:}$PWD/examples/rewards"  # yours, and the examples
 MODEL=${MODEL:-smollm2}
 LOGS=var/log; mkdir -p $LOGS
 pids=()
@@ -73,8 +73,16 @@ if [ -z "${RAY_ADDRESS:-}" ] && ! curl -sf "http://127.0.0.1:$RAY_DASH_PORT/api/
   echo "==> local Ray head (dashboard :$RAY_DASH_PORT)"
   # Its own process group (setsid) holds this cluster only: cleanup stops that group
   # (`ray stop` would stop every Ray cluster on the machine).
+  # A temp dir of its own: a job's driver joins the cluster named in <temp dir>/ray_current_cluster,
+  # which in the shared /tmp/ray names whichever head on this machine started last (a second demo's).
+  # Free ports for the head's agents too: Ray's fixed defaults (job agent 52365, client 10001)
+  # would be taken by a head already running here, and its job agent would not start.
+  port() { python -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
   setsid ray start --head --block --port="$RAY_GCS_PORT" --dashboard-host=127.0.0.1 --dashboard-port="$RAY_DASH_PORT" \
-    --num-cpus=8 --disable-usage-stats >$LOGS/ray.log 2>&1 & raygroup=$!
+    --temp-dir="/tmp/uray-$RAY_GCS_PORT" --num-cpus=8 --disable-usage-stats \
+    --ray-client-server-port="$(port)" --dashboard-agent-listen-port="$(port)" --dashboard-agent-grpc-port="$(port)" \
+    --metrics-export-port="$(port)" --runtime-env-agent-port="$(port)" --node-manager-port="$(port)" \
+    --object-manager-port="$(port)" >$LOGS/ray.log 2>&1 & raygroup=$!
   for i in $(seq 1 90); do curl -sf "http://127.0.0.1:$RAY_DASH_PORT/api/version" >/dev/null && break; sleep 1; done
 fi
 

@@ -132,13 +132,15 @@ def _test_database_url() -> str:
 
 
 @pytest.fixture(scope="session")
-def live_web(django_db_setup, tmp_path_factory):
-    """daphne serving the ASGI app (HTTP + WebSocket) on the test database; yields its URL."""
+def live_web(django_db_setup, tmp_path_factory, checkpoint_root):
+    """daphne serving the ASGI app (HTTP + WebSocket) on the test database and the workers'
+    checkpoint folder (model downloads); yields its URL."""
     port = free_port()
     log = open(tmp_path_factory.mktemp("web") / "web.log", "w")
     proc = subprocess.Popen([str(VENV_BIN / "daphne"), "-b", "127.0.0.1", "-p", str(port),
                              "umbra_site.asgi:application"],
-                            env=_env(DATABASE_URL=_test_database_url()), stdout=log, stderr=subprocess.STDOUT)
+                            env=_env(DATABASE_URL=_test_database_url(), UMBRA_CHECKPOINT_DIR=checkpoint_root),
+                            stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
         wait_http(f"{url}/accounts/login/", 60, proc)

@@ -2,6 +2,7 @@
 the ``RunConfig`` schema plus the platform's own rule (allowed Ray clusters)."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,22 @@ def _path_roots(field: str) -> list[Path]:
     if field in DATASET_FIELDS:
         return [Path(settings.MEDIA_ROOT) / "datasets", *map(Path, settings.UMBRA_DATA_DIRS)]
     return [Path(settings.UMBRA_MODEL_DIR), *map(Path, settings.UMBRA_MODEL_DIRS)]
+
+
+def _in_full(field: str, value: Any) -> Any:
+    """A relative ``model``/``dataset`` path made absolute, as a relative reward file is: looked
+    up in the operator's folders first, else from the server's working folder (a worker on
+    another machine has another one); stored configs name files in full."""
+    named = NAMED_DATASETS if field in DATASET_FIELDS else NAMED_MODELS
+    if not isinstance(value, str) or not value or value in named or "\x00" in value or os.path.isabs(value):
+        return value
+    try:
+        for root in _path_roots(field):
+            if (root / value).exists():
+                return str(root / value)
+        return str(Path(value).absolute())
+    except (OSError, ValueError):
+        return value
 
 
 def _outside_roots(field: str, value: Any) -> str | None:
@@ -78,6 +95,8 @@ def check_config(values: dict[str, Any], strict: bool = False) -> tuple[RunConfi
     if cluster and cluster not in settings.UMBRA_ALLOWED_CLUSTERS:
         errors.setdefault("cluster", []).append(CLUSTER_ERROR)
     for field in (*DATASET_FIELDS, "model"):
+        if field in values:
+            values = {**values, field: _in_full(field, values[field])}
         reason = _outside_roots(field, values.get(field))
         if reason:
             errors.setdefault(field, []).append(reason)

@@ -125,6 +125,11 @@ def dispatch(run_id: int, final_try: bool = False, attempt: int | None = None) -
             transition(run_id, Run.State.FAILED, str(exc))
             return DONE
         return Retry(exc)
+    except Exception as exc:  # noqa: BLE001 - anything else: the run must not stay dispatching forever
+        log.exception("run %s: dispatch failed", run_id)
+        transition(run_id, Run.State.FAILED, f"dispatch failed: {type(exc).__name__}: "
+                                             f"{ray_jobs.redact(str(exc))[:500]}")
+        return DONE
     with transaction.atomic():  # cancelled or resumed again while we submitted: that job must not run
         now = Run.objects.select_for_update().get(pk=run_id)
         stale = now.is_terminal or now.attempt != run.attempt
@@ -232,7 +237,9 @@ def runs_to_recover() -> tuple[list[int], list[int]]:
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
-_ERROR = re.compile(r"(Error|Exception|Killed|OOM)\b")
+# An exception's own line ("ValueError: ...", "ray.exceptions.RayTaskError(...): ..."), not a
+# traceback's source line that merely names one ("raise ValueError(why)").
+_ERROR = re.compile(r"^(\(\w+ pid=\d+\) )?([\w.]+\.)?\w*(Error|Exception)\b(\([^)]*\))?(:|$)|\bKilled\b|\bOOM\b")
 
 
 def failure_reason(message: str, log_tail: str) -> str:

@@ -6,6 +6,7 @@ import logging
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -56,9 +57,17 @@ def ensure_local_head(timeout_s: float = 90.0) -> None:
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}")
     log.info("starting a local Ray head (dashboard port %s)", port)
     # Ray's default GCS port is 6379, Redis's: give the head its own.
+    # A temp dir of its own (as scripts/demo.sh): job drivers join the cluster named in
+    # <temp dir>/ray_current_cluster, which in the shared /tmp/ray is whichever head started last.
+    # Free ports for its agents: Ray's fixed defaults (job agent 52365, client 10001) may be
+    # another head's, and then its job agent does not start.
+    agents = [f"--{flag}-port={_free_port()}" for flag in (
+        "ray-client-server", "dashboard-agent-listen", "dashboard-agent-grpc", "metrics-export",
+        "runtime-env-agent", "node-manager", "object-manager")]
     started = subprocess.run([ray_bin, "start", "--head", f"--port={settings.LOCAL_RAY_GCS_PORT}",
                               "--dashboard-host=127.0.0.1", f"--dashboard-port={port}", "--num-cpus=8",
-                              "--disable-usage-stats"], env=env, check=False, capture_output=True, text=True)
+                              f"--temp-dir=/tmp/uray-{settings.LOCAL_RAY_GCS_PORT}", "--disable-usage-stats",
+                              *agents], env=env, check=False, capture_output=True, text=True)
     if started.returncode != 0:
         raise ClusterUnavailable(f"could not start a local Ray head: {started.stderr.strip()[-500:]}")
     deadline = time.time() + timeout_s
@@ -129,12 +138,20 @@ def checkpoint_dir(run_id: int) -> str:
     return str(Path(settings.UMBRA_CHECKPOINT_DIR) / f"run-{run_id}")
 
 
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def submit(client, submission_id: str, run_id: int, config: dict, token: str, seq_start: int = 0) -> str:
     """Submit the run's job as ``submission_id``; returns it.
 
     Secrets travel in the job's environment, never in its entrypoint. A resumed run's job
     numbers its metric batches after ``seq_start``, the last one stored (``UMBRA_SEQ_START``).
-    Raises RuntimeError if a job with that id exists (callers check ``job_exists``).
+    Raises RuntimeError if a job with that id exists (callers check ``job_exists``), and
+    ClusterUnavailable when the Jobs API refuses the job for another reason (e.g. "No
+    available agent to submit job": the head's job agent is down; retrying may help).
     """
     env = {
         "UMBRA_RUN_CONFIG": json.dumps(config),
@@ -145,8 +162,13 @@ def submit(client, submission_id: str, run_id: int, config: dict, token: str, se
         "UMBRA_CHECKPOINT_DIR": checkpoint_dir(run_id),
         "UMBRA_SEQ_START": str(seq_start),
     }
-    return client.submit_job(entrypoint="python -m umbra.job", submission_id=submission_id,
-                             runtime_env={"env_vars": env})
+    try:
+        return client.submit_job(entrypoint="python -m umbra.job", submission_id=submission_id,
+                                 runtime_env={"env_vars": env})
+    except RuntimeError as exc:
+        if "already exists" in str(exc):
+            raise
+        raise ClusterUnavailable(f"the Ray cluster refused the job: {redact(str(exc))[:500]}") from None
 
 
 def storable(text: str) -> str:

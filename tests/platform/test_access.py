@@ -94,3 +94,8 @@ def test_failure_reason_is_short_and_readable():
     reason = failure_reason("Job entrypoint command failed with exit code 1, last available logs (...): " + log, log)
     assert reason.splitlines()[0] == "Job entrypoint command failed with exit code 1"
     assert "OutOfMemoryError" in reason and "\x1b" not in reason
+    traceback = ("Traceback (most recent call last):\n  File \"/w/umbra/job/parts.py\", line 66, in start_parts\n"
+                 "    raise ValueError(why)  # before any engine starts\n"
+                 "ValueError: trainer_ranks=8 needs 8 CPUs beside the 2 rollout instances' 1\n")
+    reason = failure_reason("Job entrypoint command failed with exit code 1", traceback)
+    assert reason.splitlines()[1:] == ["ValueError: trainer_ranks=8 needs 8 CPUs beside the 2 rollout instances' 1"]

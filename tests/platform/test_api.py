@@ -92,10 +92,22 @@ def test_metrics_are_downsampled_with_spikes_kept(api):
     assert body["series"]["reward/mean"] == {"x": [0, 1], "y": [0.1, 0.2]}
     rel = api.get(f"/api/runs/{run.pk}/metrics/?names=reward/mean&x=relative").json()
     assert list(rel["series"]) == ["reward/mean"]
+    assert rel["names"] == body["names"] == ["reward/mean", "rollout/throughput_tok_s"]  # every name, asked or not
     xs = rel["series"]["reward/mean"]["x"]  # seconds since the run's first point (of any metric)
     assert 0.0 <= xs[0] <= xs[1] < 60
     assert api.get(f"/api/runs/{run.pk}/metrics/?x=sideways").status_code == 400
     assert api.get(f"/api/runs/{run.pk}/metrics/?max_points=1").status_code == 400
+
+
+def test_metrics_without_names_send_the_first_50_and_name_every_one(api):
+    from api.views.metrics import DEFAULT_SERIES
+
+    run = _run(api.team)
+    for i in range(DEFAULT_SERIES + 3):
+        _points(run, f"m/{i:03d}", [float(i)])
+    body = api.get(f"/api/runs/{run.pk}/metrics/").json()
+    assert len(body["series"]) == DEFAULT_SERIES and len(body["names"]) == DEFAULT_SERIES + 3
+    assert "m/052" not in body["series"] and "m/052" in body["names"]  # a reader sees what to ask for
 
 
 def test_compare_summary_reference_ratios_diff_and_csv(api):
@@ -165,6 +177,26 @@ def test_api_config_types_are_strict_and_paths_confined(api):
     assert set(errors) == {"iterations", "max_tokens", "seer_divided", "dataset"}
     assert "or a path under" in errors["dataset"][0] and "JSON" not in errors["dataset"][0]
     assert Run.objects.count() == 0
+
+
+def test_a_relative_data_path_is_found_in_the_data_folders_and_stored_in_full(api, settings, tmp_path,
+                                                                               monkeypatch):
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "mine.jsonl").write_text('{"question": "1 + 1?", "answer": "#### 2"}\n' * 4)
+    settings.UMBRA_DATA_DIRS = [str(data)]
+    monkeypatch.chdir(tmp_path)  # the server's own folder: ../ from there leaves the data folders
+    resp = api.post("/api/runs/", {"team": "alpha", "experiment": "e", "config": {"dataset": "mine.jsonl"}},
+                    format="json")
+    assert resp.status_code == 201, resp.content
+    assert Run.objects.get().config["dataset"] == str(data / "mine.jsonl")  # a worker elsewhere reads the same file
+    resp = api.post("/api/runs/", {"team": "alpha", "experiment": "e", "config": {"dataset": "data/../data/mine.jsonl"}},
+                    format="json")
+    assert resp.status_code == 201, resp.content
+    assert Run.objects.latest("pk").config["dataset"] == str(tmp_path / "data/../data/mine.jsonl")  # in full
+    resp = api.post("/api/runs/", {"team": "alpha", "experiment": "e", "config": {"dataset": "../mine.jsonl"}},
+                    format="json")
+    assert resp.status_code == 400 and "or a path under" in resp.json()["config"]["dataset"][0]
 
 
 @pytest.mark.parametrize("method,path,body", [

@@ -218,3 +218,44 @@ def test_a_cancel_of_a_run_the_pump_took_meanwhile_stops_its_job(teams):
         request_cancel(stale)
     cancel.assert_called_once_with(a1)
     assert states(a1) == ["dispatching"]  # the job is stopped; the follow task records the cancel
+
+
+class _RefusingJobsApi:
+    """A Jobs API that answers but refuses every submission (as Ray's does when the head's job
+    agent never started: its port was taken by another cluster's)."""
+
+    def __init__(self, error: Exception):
+        self.error = error
+
+    def get_job_info(self, submission_id):
+        raise RuntimeError(f"Request failed with status code 404: Job {submission_id} does not exist.")
+
+    def list_jobs(self):
+        return []
+
+    def submit_job(self, **kwargs):
+        raise self.error
+
+
+@pytest.mark.parametrize("error, retried", [
+    (RuntimeError("Request failed with status code 500: No available agent to submit job"), True),
+    (KeyError("an error nobody foresaw"), False)])
+def test_a_refused_or_failed_submission_never_leaves_the_run_dispatching(teams, error, retried):
+    from unittest import mock
+
+    from runs import dispatch
+
+    a1 = submit(teams["alpha"], "alpha")
+    queue.pump(cluster(HOLDS_ONE))
+    with mock.patch.object(ray_jobs, "client_for", return_value=_RefusingJobsApi(error)):
+        step = dispatch.dispatch(a1, attempt=0)
+        if retried:  # the Jobs API's refusal may pass (a restarting agent): retried, then failed
+            assert isinstance(step, dispatch.Retry) and states(a1) == ["dispatching"]
+            assert dispatch.dispatch(a1, final_try=True, attempt=0) == dispatch.DONE
+        else:
+            assert step == dispatch.DONE
+    run = Run.objects.get(pk=a1)
+    assert run.state == "failed" and run.ray_job_id == ""
+    reason = run.events.last().reason
+    assert ("refused the job" in reason and "No available agent" in reason) if retried else \
+        "dispatch failed: KeyError" in reason, reason

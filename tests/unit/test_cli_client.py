@@ -158,6 +158,10 @@ def test_paths_are_left_for_the_server_but_unknown_names_are_not():
     assert local_errors({"model": "/srv/models/llama", "dataset": "/srv/data/gsm8k.jsonl"}) == []
     assert local_errors({"val_dataset": "/srv/data/val.parquet", "val_every": 5}) == []
     assert "unknown model" in dict(local_errors({"model": "gpt-9"}))["model"]
+    # relative names the server looks up in its operator's data and reward folders
+    assert local_errors({"dataset": "mine.parquet", "reward": "myreward.py:compute_score"}) == []
+    assert "unknown dataset" in dict(local_errors({"dataset": "gsm9k"}))["dataset"]
+    assert "reward" in dict(local_errors({"reward": "no-such-builtin"}))
 
 
 def test_submit_with_invalid_fields_prints_field_lines_and_exits_2_before_any_request(tmp_path, capsys,

@@ -136,6 +136,30 @@ def test_validation_fields_are_checked_together(tmp_path):
     with pytest.raises(ValidationError, match="unknown dataset"):
         RunConfig(val_dataset=str(tmp_path / "missing.parquet"), val_every=1)
     assert RunConfig(val_fraction=0.2, val_every=1).val_fraction == 0.2
+    one = _write(tmp_path, GSM8K_ROWS[:1], "jsonl")  # nothing would be left to train on: refused now, not at run start
+    with pytest.raises(ValidationError, match="val_fraction needs at least 2 problems in the data set, it has 1"):
+        RunConfig(dataset=one, val_fraction=0.5, val_every=1)
+    assert RunConfig(dataset=_write(tmp_path, GSM8K_ROWS[:2], "parquet"), val_fraction=0.5, val_every=1).val_fraction
+
+
+def test_a_parquet_file_that_decompresses_past_the_limit_is_refused_unread(tmp_path, monkeypatch):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from umbra.data import files
+
+    monkeypatch.setattr(files, "MAX_DECODED_BYTES", 2**20)
+    monkeypatch.setattr(files, "rows_to_problems", lambda *a: pytest.fail("the rows were read"))
+    repeated = tmp_path / "repeated.parquet"  # 2,000 rows of one 10 KB question: a few KB of zstd, 20 MB decoded
+    pq.write_table(pa.Table.from_pylist([{"question": "x" * 10_000, "answer": "#### 1"}] * 2000), repeated,
+                   compression="zstd")  # dictionary-encoded: the footer counts the question once
+    one_large = tmp_path / "large.parquet"  # one 4 MB row: the footer's uncompressed size says so
+    pq.write_table(pa.Table.from_pylist([{"question": "y" * 4_000_000, "answer": "#### 1"}]), one_large,
+                   compression="zstd", use_dictionary=False)
+    for path in (repeated, one_large):
+        assert path.stat().st_size < 50_000
+        with pytest.raises(DatasetError, match=r"more than 1 MiB once decompressed"):
+            load_file(path)
 
 
 class _ChatTokenizer:

@@ -19,7 +19,7 @@ def compute_score(data_source, solution_str, ground_truth, extra_info):
         return 1.0 if os.fork() == 0 else 0.5
     if solution_str == "exit-with-child":  # the child holds the worker's ends of its pipes
         if os.fork() == 0:
-            time.sleep(5)  # an orphan: past its worker's pool, nothing can find it to end it
+            time.sleep(5)  # an orphan (init's child): found by the mark in its environment
             os._exit(0)
         os._exit(3)
     if solution_str == "start-sleeper":
@@ -27,6 +27,11 @@ def compute_score(data_source, solution_str, ground_truth, extra_info):
         with open(ground_truth, "w") as f:
             f.write(str(child.pid))
         return 0.0
+    if solution_str == "escape":  # a session of its own, then the worker exits: init's child
+        child = subprocess.Popen(["sleep", "61"], start_new_session=True)
+        with open(ground_truth, "w") as f:
+            f.write(str(child.pid))
+        os._exit(4)
     return float(solution_str == ground_truth)
 '''
 PROBLEM = Problem(question="q", answer="7", data_source="unit")
@@ -63,6 +68,15 @@ def test_what_a_reward_started_ends_when_the_pool_closes(scorer, tmp_path):
     assert sleeper.is_running()
     scorer.close()
     assert _ended(sleeper, within_s=5.0)
+
+
+def test_what_a_reward_started_ends_though_it_left_the_workers_process_tree(scorer, tmp_path):
+    pid_file = tmp_path / "escaped.pid"
+    rewards, _ = scorer.score_texts(["escape"], [Problem(question="q", answer=str(pid_file), data_source="unit")])
+    assert rewards == [0.0]  # the worker died (exit code 4) and was replaced
+    escaped = psutil.Process(int(pid_file.read_text()))
+    assert _ended(escaped, within_s=5.0)  # ended with its worker, not only when the pool closes
+    assert scorer.score_texts(["7"], [PROBLEM])[0] == [1.0]  # the replacement answers
 
 
 def _ended(proc: psutil.Process, within_s: float) -> bool:

@@ -9,7 +9,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
-from umbra.data.registry import check_dataset
+from umbra.data.files import load_file
+from umbra.data.registry import NAMED_DATASETS, check_dataset
 from umbra.models.registry import context_length
 from umbra.rewards.custom import check_reward
 
@@ -131,6 +132,10 @@ class RunConfig(BaseModel):
     def _one_validation_set(cls, v: float, info: ValidationInfo) -> float:
         if v > 0 and info.data.get("val_dataset"):
             raise ValueError("give val_dataset or val_fraction, not both")
+        if v > 0 and (dataset := info.data.get("dataset")) and dataset not in NAMED_DATASETS:
+            rows = len(load_file(dataset).problems)  # read again: found at submission, not at the run's start
+            if rows < 2:
+                raise ValueError(f"val_fraction needs at least 2 problems in the data set, it has {rows}")
         return v
 
     @field_validator("val_every", "val_before_train")

@@ -18,6 +18,8 @@ _XY = inline_serializer("XY", {"x": serializers.ListField(child=serializers.Floa
                                "y": serializers.ListField(child=serializers.FloatField())})
 
 
+DEFAULT_SERIES = 50  # series sent when no names are asked for (a run may have up to 3,000 names)
+
 _INGESTED = inline_serializer("Ingested", {"stored": serializers.BooleanField(), "seq": serializers.IntegerField()})
 
 
@@ -38,16 +40,20 @@ class RunMetricsView(APIView):
 
     @extend_schema(parameters=[SeriesQuerySerializer], responses={200: inline_serializer("RunSeries", {
         "run": serializers.IntegerField(), "x": serializers.CharField(),
+        "names": serializers.ListField(child=serializers.CharField(),
+                                       help_text="every metric name the run has, in name order"),
         "series": serializers.DictField(child=_XY)}), 503: error(503)})
     def get(self, request, pk: int):
         """Metric series of a visible run, each downsampled to at most ``max_points``
-        with min/max buckets; ``x`` is step (iteration), wall (Unix s) or relative (s)."""
+        with min/max buckets; ``x`` is step (iteration), wall (Unix s) or relative (s).
+        Without ``names``, the first 50 names in name order; ``names`` in the answer lists all."""
         run = run_for(request.user, pk)
         q = SeriesQuerySerializer(data=request.query_params)
         q.is_valid(raise_exception=True)
-        names = q.validated_data.get("names") or metric_names([run.pk])[:50]
+        every = metric_names([run.pk])
+        names = q.validated_data.get("names") or every[:DEFAULT_SERIES]
         series = series_of([run.pk], names, x=q.validated_data["x"], max_points=q.validated_data["max_points"])
-        return Response({"run": run.pk, "x": q.validated_data["x"],
+        return Response({"run": run.pk, "x": q.validated_data["x"], "names": every,
                          "series": {name: by_run[run.pk] for name, by_run in series.items()}})
 
     @extend_schema(

@@ -94,17 +94,26 @@ def load_submission(path: str, team: str | None = None, experiment: str | None =
     return Submission(team=team or file_team, experiment=experiment or file_experiment, config=data)
 
 
-def _is_path(value) -> bool:
-    """Whether a ``model``/``dataset`` value reads as a file path (not a built-in name)."""
-    return isinstance(value, str) and ("/" in value or value.startswith(("~", ".")))
+_DATA_SUFFIXES = (".jsonl", ".json", ".ndjson", ".parquet", ".pq")
+
+
+def _is_path(field: str, value) -> bool:
+    """Whether a ``model``/``dataset``/``reward`` value names a file (not a built-in name): the
+    server looks relative ones up in its operator's folders."""
+    if not isinstance(value, str):
+        return False
+    if field == "reward":
+        return ".py:" in value
+    return "/" in value or value.startswith(("~", ".")) or value.lower().endswith(_DATA_SUFFIXES)
 
 
 def local_errors(config: dict) -> list[tuple[str, str]]:
     """Check ``config`` with ``umbra.config.RunConfig``; returns ``(field, message)``
     pairs, empty when valid.
 
-    ``model``, ``dataset`` and ``val_dataset`` values that are paths name files on the platform's
-    machines, not this one: errors about them are left for the server to judge.
+    ``model``, ``dataset``, ``val_dataset`` and custom ``reward`` values name files on the
+    platform's machines (relative ones in its operator's folders), not this one: errors about
+    them are left for the server to judge.
     """
     from pydantic import ValidationError
 
@@ -117,8 +126,8 @@ def local_errors(config: dict) -> list[tuple[str, str]]:
         for err in exc.errors():
             loc = ".".join(str(part) for part in err["loc"]) or "config"
             top = str(err["loc"][0]) if err["loc"] else ""
-            if top in ("model", "dataset", "val_dataset") and err["type"] == "value_error" \
-                    and _is_path(config.get(top)):
+            if top in ("model", "dataset", "val_dataset", "reward") and err["type"] == "value_error" \
+                    and _is_path(top, config.get(top)):
                 continue
             msg = err["msg"].removeprefix("Value error, ")
             out.append((loc, msg))

@@ -16,6 +16,9 @@ from umbra.data.shapes import rows_to_problems
 JSON_SUFFIXES = (".jsonl", ".json", ".ndjson")
 PARQUET_SUFFIXES = (".parquet", ".pq")
 SPLIT = "train"  # the split taken from a saved DatasetDict
+# A Parquet file's data once decompressed (its footer says how much): the file size limit
+# alone lets a 1 KB zstd file decode to gigabytes in the process that checks it.
+MAX_DECODED_BYTES = 4 * MAX_FILE_BYTES
 
 
 @dataclass(frozen=True)
@@ -74,14 +77,33 @@ def _unsafe_json(p: Path) -> str:
     return ""
 
 
-def _parquet_rows(p: Path) -> int | None:
-    """Rows in a Parquet file's footer, or None when it has none that reads (datasets then says why)."""
+def _parquet_footer(p: Path) -> tuple[int, int] | None:
+    """Rows and uncompressed bytes (all row groups' column data) in a Parquet file's footer,
+    or None when it has none that reads (datasets then says why)."""
     import pyarrow.parquet as pq
 
     try:
-        return pq.read_metadata(p).num_rows
+        meta = pq.read_metadata(p)
+        return meta.num_rows, sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
     except Exception:  # noqa: BLE001 -- pyarrow's errors for a file that is not Parquet
         return None
+
+
+def _parquet_decodes_past(p: Path, limit: int) -> int:
+    """Bytes of the file's rows once decoded, counted a few rows at a time up to just past
+    ``limit`` (0 when the file does not read: datasets then says why). The footer's sizes are
+    no bound: a dictionary-encoded column stores a repeated value once."""
+    import pyarrow.parquet as pq
+
+    total = 0
+    try:
+        for batch in pq.ParquetFile(p).iter_batches(batch_size=64):
+            total += batch.nbytes
+            if total > limit:
+                break
+    except Exception:  # noqa: BLE001 -- pyarrow's errors for a file that is not Parquet
+        return 0
+    return total
 
 
 def _has_text(p: Path) -> bool:
@@ -115,9 +137,12 @@ def _read(p: Path, max_rows: int | None = None):
         raise DatasetError(f"{p}: no problems in the file")
     if suffix in JSON_SUFFIXES and (why := _unsafe_json(p)):
         raise DatasetError(f"{p}: cannot be read as JSON lines: {why}")
-    rows = _parquet_rows(p) if suffix in PARQUET_SUFFIXES else None
+    rows, stored = (_parquet_footer(p) if suffix in PARQUET_SUFFIXES else None) or (None, 0)
     if rows == 0:  # datasets' own message: "BatchSize must be greater than 0"
         raise DatasetError(f"{p}: no rows")
+    if suffix in PARQUET_SUFFIXES and (stored > MAX_DECODED_BYTES  # 1 KB of zstd can decode to 1 GB
+                                       or _parquet_decodes_past(p, MAX_DECODED_BYTES) > MAX_DECODED_BYTES):
+        raise DatasetError(f"{p}: more than {MAX_DECODED_BYTES // 2**20} MiB once decompressed")
     if rows is not None and max_rows is not None and rows > max_rows:  # 20 M rows fit in a 60 KB file
         raise DatasetError(f"{p}: {rows:,} rows; at most {max_rows:,}")
     with tempfile.TemporaryDirectory(prefix="umbra-datasets-") as cache:  # nothing left in ~/.cache

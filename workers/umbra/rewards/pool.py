@@ -6,7 +6,7 @@ time in its main thread (math-verify bounds parsing with a signal alarm, which o
 there). A call that raises, returns something other than a finite number (or a dict with
 one as ``score``), or runs past ``timeout_s`` is an :class:`Outcome` with ``error`` set and
 score 0; a worker that timed out or died is killed and replaced, with the processes its reward
-started (and :meth:`RewardPool.close` ends those too). Nothing here raises for a
+started, also those that left its process tree (and :meth:`RewardPool.close` ends those too). Nothing here raises for a
 bad reward: a reward never kills the run. What the workers print reaches the job log only up to
 ``umbra.rewards.output.OUTPUT_CAP_BYTES`` a run.
 """
@@ -19,6 +19,7 @@ import os
 import re
 import time
 import traceback
+import uuid
 from collections import deque
 from dataclasses import dataclass, field
 from multiprocessing.connection import wait
@@ -159,6 +160,26 @@ def _kill(processes: list[psutil.Process]) -> None:
             pass
 
 
+# Every worker puts its mark in its environment; the processes its reward starts inherit it,
+# which finds them after they left the worker's tree (os.setsid, a worker gone by os._exit:
+# its children then belong to init). A reward that clears its environment escapes: reward
+# files are the operator's (UMBRA_REWARD_DIRS), this catches their mistakes, not malice.
+MARK_ENV = "UMBRA_REWARD_WORKER"
+
+
+def _marked(prefix: str) -> list[psutil.Process]:
+    """This user's processes, other than this one, whose mark starts with ``prefix``."""
+    me, uid, out = os.getpid(), os.getuid(), []
+    for proc in psutil.process_iter(["uids"]):
+        try:
+            if proc.pid != me and proc.info["uids"] and proc.info["uids"].real == uid \
+                    and proc.environ().get(MARK_ENV, "").startswith(prefix):
+                out.append(proc)
+        except psutil.Error:  # gone, a zombie, or not ours to read
+            pass
+    return out
+
+
 def _kill_tree(proc) -> None:
     """Kill ``proc`` and the processes it started (what a timed-out or finished reward left
     running), then reap ``proc`` by its pid: a child of the reward may hold the pipe that
@@ -172,10 +193,22 @@ def _kill_tree(proc) -> None:
 
 
 class _Proc:
-    def __init__(self, ctx, spec: str, output: BoundedOutput):
+    def __init__(self, ctx, spec: str, output: BoundedOutput, mark: str):
         self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_worker, args=(child, spec, output.writer), daemon=True, name="umbra-reward")
-        self.proc.start()
+        self.mark = mark  # ends with "/": no worker's mark is the start of another's
+        self.proc = ctx.Process(target=_worker, args=(child, spec, output.writer), daemon=True,
+                                name="umbra-reward")
+        # in the worker's environment from its start: a copy the reward forks (no exec) shows
+        # its parent's initial environment, not what the worker sets later
+        before = os.environ.get(MARK_ENV)
+        os.environ[MARK_ENV] = mark
+        try:
+            self.proc.start()
+        finally:
+            if before is None:
+                del os.environ[MARK_ENV]
+            else:
+                os.environ[MARK_ENV] = before
         child.close()
 
     def ready(self, timeout: float) -> bool:
@@ -186,6 +219,7 @@ class _Proc:
 
     def kill(self) -> None:
         _kill_tree(self.proc)
+        _kill(_marked(self.mark))  # what left its tree
         self.conn.close()
 
 
@@ -199,14 +233,19 @@ class RewardPool:
         self.load_error: str | None = None
         self._ctx = mp.get_context("spawn")  # never fork a Ray driver
         self.output = BoundedOutput(self._ctx)  # the workers' stdout and stderr, capped
-        self._procs = [_Proc(self._ctx, spec, self.output) for _ in range(max(1, workers))]
+        self._mark, self._started = f"{os.getpid()}-{uuid.uuid4().hex[:12]}/", 0
+        self._procs = [self._new_proc() for _ in range(max(1, workers))]
         for i, p in enumerate(self._procs):
             if self.load_error is None and not p.ready(STARTUP_TIMEOUT_S):
                 self._procs[i] = self._restart(p)
 
+    def _new_proc(self) -> _Proc:
+        self._started += 1
+        return _Proc(self._ctx, self.spec, self.output, f"{self._mark}{self._started}/")
+
     def _restart(self, p: _Proc) -> _Proc:
         p.kill()
-        new = _Proc(self._ctx, self.spec, self.output)
+        new = self._new_proc()
         if self.load_error is None and not new.ready(STARTUP_TIMEOUT_S):
             new.proc.join(0.5)
             self.load_error = (f"reward did not load within {STARTUP_TIMEOUT_S:g} s (does its file hang at import?)"
@@ -279,4 +318,5 @@ class RewardPool:
         for p in self._procs:
             p.kill()
         _kill(left)
+        _kill(_marked(self._mark))  # any worker's, also of workers replaced earlier
         self.output.close()
