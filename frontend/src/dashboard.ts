@@ -61,6 +61,19 @@ function setState(dash: Dashboard, state: string, reason?: string): void {
   });
   updateProgress(dash);
   updateEmpty(dash);
+  void showModelDownload();
+}
+
+/** Unhide "Download model" once the run has a checkpoint (HEAD of the link: 200 or 404). */
+async function showModelDownload(): Promise<void> {
+  const link = document.getElementById("download-model") as HTMLAnchorElement | null;
+  if (!link?.hidden) return;
+  try {
+    const resp = await fetch(link.href, { method: "HEAD", credentials: "same-origin" });
+    if (resp.ok) link.hidden = false;
+  } catch {
+    // offline for a moment: the next state change looks again
+  }
 }
 
 function updateProgress(dash: Dashboard): void {

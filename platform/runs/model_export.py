@@ -10,7 +10,7 @@ import tarfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from django.http import Http404, StreamingHttpResponse
+from django.http import Http404, HttpResponse, StreamingHttpResponse
 
 from runs.ray_jobs import checkpoint_dir
 
@@ -66,16 +66,18 @@ def tar_stream(folder: Path, prefix: str) -> Iterator[bytes]:
     yield b"\0" * (2 * tarfile.BLOCKSIZE)
 
 
-def model_response(user, run) -> StreamingHttpResponse:
+def model_response(user, run, head: bool = False) -> StreamingHttpResponse | HttpResponse:
     """The streamed download; Http404 when ``user`` is not of the run's team or the run has
-    no checkpoint with a model folder yet."""
+    no checkpoint with a model folder yet. ``head``: the same answer without the body (the
+    run page asks whether there is a model yet)."""
     if not may_download(user, run):
         raise Http404("no such run")
     folder = latest_model_folder(run)
     if folder is None:
         raise Http404(f"run {run.pk} has no checkpoint with a model yet (checkpoint_every saves one)")
     name = f"umbra-run-{run.pk}-{folder.parent.name}"
-    resp = StreamingHttpResponse(tar_stream(folder, name), content_type="application/x-tar")
+    resp = (HttpResponse(content_type="application/x-tar") if head
+            else StreamingHttpResponse(tar_stream(folder, name), content_type="application/x-tar"))
     resp["Content-Disposition"] = f'attachment; filename="{name}.tar"'
     return resp
 
@@ -88,7 +90,7 @@ def run_model(request, run_id: int):
         from django.contrib.auth.views import redirect_to_login
 
         return redirect_to_login(request.get_full_path())
-    return model_response(request.user, run_for(request.user, run_id))
+    return model_response(request.user, run_for(request.user, run_id), head=request.method == "HEAD")
 
 
 def model_checkpoint(user, run) -> str | None:

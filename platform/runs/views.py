@@ -12,7 +12,7 @@ from django.views.decorators.http import require_POST
 from runs import queue
 from runs.labels import parse_tags, update_labels
 from runs.models import Experiment, Run
-from runs.model_export import model_checkpoint
+from runs.model_export import may_download, model_checkpoint
 from runs.selectors import can_act_on, run_for
 from runs.services import RESUMABLE, SubmissionRefused, request_cancel, request_resume, update_experiment
 from teams.selectors import team_for_member, teams_of
@@ -62,6 +62,7 @@ def run_dashboard(request, run_id: int):
                                                    "tags_text": " ".join(run.tags),
                                                    "can_cancel": can_act_on(request.user, run),
                                                    "resumable": run.state in RESUMABLE,
+                                                   "can_download": may_download(request.user, run),
                                                    "model_checkpoint": model_checkpoint(request.user, run)})
 
 

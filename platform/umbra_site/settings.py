@@ -131,7 +131,10 @@ UMBRA_PLATFORM_URL = os.environ.get("UMBRA_PLATFORM_URL", "http://127.0.0.1:8000
 UMBRA_MODEL_DIR = os.environ.get("UMBRA_MODEL_DIR", str(VAR_DIR / "models"))
 os.environ.setdefault("UMBRA_MODEL_DIR", UMBRA_MODEL_DIR)
 # Run checkpoints (run-<id>/ each); on a multi-node cluster, storage every node mounts here.
-UMBRA_CHECKPOINT_DIR = os.environ.get("UMBRA_CHECKPOINT_DIR", str(VAR_DIR / "checkpoints"))
+# Run ids are per database: another installation in the same folder (a second demo of one
+# checkout) gets a folder of its own, or its run 2 would resume the first's run 2.
+UMBRA_CHECKPOINT_DIR = os.environ.get("UMBRA_CHECKPOINT_DIR", str(
+    VAR_DIR / "checkpoints" if UMBRA_INSTALLATION == "umbra" else VAR_DIR / "checkpoints" / UMBRA_INSTALLATION))
 # Folders whose files runs may name as `dataset` / `model` (besides uploads and UMBRA_MODEL_DIR).
 UMBRA_DATA_DIRS = [d for d in os.environ.get("UMBRA_DATA_DIRS", "").split(os.pathsep) if d]
 UMBRA_MODEL_DIRS = [d for d in os.environ.get("UMBRA_MODEL_DIRS", "").split(os.pathsep) if d]

@@ -3,6 +3,7 @@ point arrive over the WebSocket without a reload; a finished run's page shows it
 download."""
 import os
 import shutil
+import threading
 
 import pytest
 import requests
@@ -52,27 +53,37 @@ def test_new_point_arrives_without_reload(live_web, running_run):
         browser.close()
 
 
-def test_a_finished_runs_model_download_is_visible(live_web, team_user, checkpoint_root):
+def test_the_model_download_shows_when_the_run_ends_and_on_a_finished_runs_page(live_web, running_run,
+                                                                              checkpoint_root):
     """The page's state script shows only the actions a state allows; the download is not one
-    of them (it once stayed hidden in every state)."""
+    of them (it once stayed hidden in every state), and it appears once a checkpoint exists."""
     from playwright.sync_api import expect, sync_playwright
 
+    from runs.lifecycle import transition
     from runs.models import Run
-    from tests import factories
     from umbra.job.checkpoint import CheckpointDir, LoopState
 
-    team, user = team_user
-    run = factories.run(factories.experiment(team, "done"), state=Run.State.SUCCEEDED, created_by=user)
-    root = CheckpointDir(checkpoint_root / f"run-{run.pk}")
-    folder = root.begin(1)
-    (folder / "hf").mkdir()
-    (folder / "hf" / "config.json").write_text("{}")
-    root.commit(folder, LoopState(1, 2, []))
+    run, _ = running_run
     with sync_playwright() as pw:
         browser, page = _open_run_page(pw, live_web, run)
         expect(page.locator("body")).to_have_attribute("data-ws", "open", timeout=20_000)
-        page.wait_for_load_state("networkidle")  # the series GET, after which the script sets the state
+        page.wait_for_load_state("networkidle")
+        expect(page.locator("#download-model")).to_be_hidden()  # no checkpoint yet
+        root = CheckpointDir(checkpoint_root / f"run-{run.pk}")
+        folder = root.begin(1)
+        (folder / "hf").mkdir()
+        (folder / "hf" / "config.json").write_text("{}")
+        root.commit(folder, LoopState(1, 2, []))
+        # pushed to the open page; from another thread: Playwright's event loop runs in this one
+        pusher = threading.Thread(target=transition, args=(run.pk, Run.State.SUCCEEDED, "Ray job succeeded"))
+        pusher.start()
+        pusher.join()
+        expect(page.locator("#run-state")).to_have_text("succeeded", timeout=10_000)
+        expect(page.locator("#download-model")).to_be_visible(timeout=10_000)
+        expect(page.locator("#cancel")).to_be_hidden()
+        page.reload()  # a finished run's page: the script leaves it shown
+        expect(page.locator("body")).to_have_attribute("data-ws", "open", timeout=20_000)
+        page.wait_for_load_state("networkidle")
         page.wait_for_timeout(300)
         expect(page.locator("#download-model")).to_be_visible()
-        expect(page.locator("#cancel")).to_be_hidden()
         browser.close()
