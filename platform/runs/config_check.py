@@ -32,7 +32,8 @@ def _in_full(field: str, value: Any) -> Any:
     up in the operator's folders first, else from the server's working folder (a worker on
     another machine has another one); stored configs name files in full."""
     named = NAMED_DATASETS if field in DATASET_FIELDS else NAMED_MODELS
-    if not isinstance(value, str) or not value or value in named or "\x00" in value or os.path.isabs(value):
+    if not isinstance(value, str) or not value or value in named or "\x00" in value or os.path.isabs(value) \
+            or ".." in Path(value).parts:  # refused by check_config, never probed (whether a file exists)
         return value
     try:
         for root in _path_roots(field):
@@ -43,7 +44,7 @@ def _in_full(field: str, value: Any) -> Any:
         return value
 
 
-def _outside_roots(field: str, value: Any) -> str | None:
+def _outside_roots(field: str, value: Any, shown: Any = None) -> str | None:
     """Why a ``model``/``dataset`` path may not be used, or None. Paths must lie under
     the operator's folders: otherwise members could make the server open (and report on)
     any file it can read."""
@@ -58,7 +59,8 @@ def _outside_roots(field: str, value: Any) -> str | None:
     if resolved is not None and any(resolved.is_relative_to(r.resolve()) for r in roots):
         return None
     env = "UMBRA_DATA_DIRS" if field in DATASET_FIELDS else "UMBRA_MODEL_DIRS"
-    return (f"unknown {field} '{value[:200]}': use {' or '.join(repr(n) for n in named)}, or a path under "
+    shown = shown if isinstance(shown, str) else value  # what the user wrote, not where we looked
+    return (f"unknown {field} '{shown[:200]}': use {' or '.join(repr(n) for n in named)}, or a path under "
             f"{', '.join(map(str, roots))} (operators add folders with {env})")
 
 
@@ -95,9 +97,13 @@ def check_config(values: dict[str, Any], strict: bool = False) -> tuple[RunConfi
     if cluster and cluster not in settings.UMBRA_ALLOWED_CLUSTERS:
         errors.setdefault("cluster", []).append(CLUSTER_ERROR)
     for field in (*DATASET_FIELDS, "model"):
-        if field in values:
-            values = {**values, field: _in_full(field, values[field])}
-        reason = _outside_roots(field, values.get(field))
+        value = values.get(field)
+        if isinstance(value, str) and not os.path.isabs(value) and ".." in Path(value).parts:
+            reason = f"a relative {field} path may not contain '..': name it from its folder, or in full"
+        else:
+            if field in values:
+                values = {**values, field: _in_full(field, value)}
+            reason = _outside_roots(field, values.get(field), shown=value)
         if reason:
             errors.setdefault(field, []).append(reason)
             values = {**values, field: RunConfig.model_fields[field].default}  # never opened

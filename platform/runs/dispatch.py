@@ -239,14 +239,16 @@ def runs_to_recover() -> tuple[list[int], list[int]]:
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 # An exception's own line ("ValueError: ...", "ray.exceptions.RayTaskError(...): ..."), not a
 # traceback's source line that merely names one ("raise ValueError(why)").
-_ERROR = re.compile(r"^(\(\w+ pid=\d+\) )?([\w.]+\.)?\w*(Error|Exception)\b(\([^)]*\))?(:|$)|\bKilled\b|\bOOM\b")
+_ERROR = re.compile(r"^(\([^)]*pid=\d+[^)]*\) )?([\w.]+\.)?(\w*(Error|Exception)|KeyboardInterrupt|SystemExit)\b"
+                    r"(\([^)]*\))?(:|$)|^Killed\b|OutOfMemory|\bOOM[ -]kill")
+REASON_LINE_CHARS = 300  # a line a job prints (a reward's, say) must not crowd out the others
 
 
 def failure_reason(message: str, log_tail: str) -> str:
     """A short, readable reason: the headline of Ray's message, then the log's last
     error lines (Ray's message repeats the whole log; ANSI colours are dropped)."""
     headline = _ANSI.sub("", message).strip().splitlines()[0] if message.strip() else "Ray job failed"
-    lines = [ln.strip() for ln in _ANSI.sub("", log_tail).splitlines() if ln.strip()]
+    lines = [ln.strip()[:REASON_LINE_CHARS] for ln in _ANSI.sub("", log_tail).splitlines() if ln.strip()]
     errors = [ln for ln in lines if _ERROR.search(ln)]
     detail = list(dict.fromkeys(errors[-3:] or lines[-5:]))  # de-duplicated, in order
     return ray_jobs.storable("\n".join([headline.split(", last available logs")[0], *detail])[:4000])

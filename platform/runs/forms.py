@@ -164,6 +164,7 @@ class RunForm(forms.Form):
                 raise forms.ValidationError(str(exc).replace(str(path), upload.name[:200])) from None
         if len(loaded.problems) > MAX_DATASET_ROWS:
             raise forms.ValidationError(f"file has {len(loaded.problems)} problems; at most {MAX_DATASET_ROWS}")
+        self.dataset_rows = len(loaded.problems)  # clean() checks val_fraction against it
         return raw
 
     def clean(self):
@@ -179,6 +180,10 @@ class RunForm(forms.Form):
         if raw:
             values["dataset"] = "arith"  # validate the rest before anything is written to disk
         config, errors = check_config(values)
+        if raw and config is not None and config.val_fraction > 0 and getattr(self, "dataset_rows", 2) < 2:
+            # RunConfig's own check read the placeholder: the uploaded file is the one held out of
+            config, errors = None, {"val_fraction": [f"val_fraction needs at least 2 problems in the data set, "
+                                                     f"it has {self.dataset_rows}"]}
         for field, messages in errors.items():
             if field == "dataset" and raw:
                 field = "dataset_file"

@@ -151,7 +151,9 @@ def submit(client, submission_id: str, run_id: int, config: dict, token: str, se
     numbers its metric batches after ``seq_start``, the last one stored (``UMBRA_SEQ_START``).
     Raises RuntimeError if a job with that id exists (callers check ``job_exists``), and
     ClusterUnavailable when the Jobs API refuses the job for another reason (e.g. "No
-    available agent to submit job": the head's job agent is down; retrying may help).
+    available agent to submit job": the head's job agent is down) or the connection fails:
+    retrying may help (a job the head took before the connection dropped is found by
+    ``job_exists`` on the retry, not submitted twice).
     """
     env = {
         "UMBRA_RUN_CONFIG": json.dumps(config),
@@ -162,13 +164,17 @@ def submit(client, submission_id: str, run_id: int, config: dict, token: str, se
         "UMBRA_CHECKPOINT_DIR": checkpoint_dir(run_id),
         "UMBRA_SEQ_START": str(seq_start),
     }
+    import requests
+
     try:
         return client.submit_job(entrypoint="python -m umbra.job", submission_id=submission_id,
                                  runtime_env={"env_vars": env})
+    except requests.RequestException as exc:  # the dashboard went away (restarting): try again
+        raise ClusterUnavailable(f"the Ray cluster did not take the job: {redact(str(exc))[:300]}") from None
     except RuntimeError as exc:
         if "already exists" in str(exc):
             raise
-        raise ClusterUnavailable(f"the Ray cluster refused the job: {redact(str(exc))[:500]}") from None
+        raise ClusterUnavailable(f"the Ray cluster refused the job: {redact(str(exc))[:300]}") from None
 
 
 def storable(text: str) -> str:

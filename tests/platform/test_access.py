@@ -99,3 +99,9 @@ def test_failure_reason_is_short_and_readable():
                  "ValueError: trainer_ranks=8 needs 8 CPUs beside the 2 rollout instances' 1\n")
     reason = failure_reason("Job entrypoint command failed with exit code 1", traceback)
     assert reason.splitlines()[1:] == ["ValueError: trainer_ranks=8 needs 8 CPUs beside the 2 rollout instances' 1"]
+    remote = "(GRPOTrainer pid=4242, ip=10.0.0.7) ValueError: bad shapes\nshutting down\n"  # a node's prefix
+    assert failure_reason("failed", remote).splitlines()[1:] == ["(GRPOTrainer pid=4242, ip=10.0.0.7) ValueError: bad shapes"]
+    # a reward's long printed line is cut, so the job's own last lines still fit
+    loud = "RuntimeError: " + "Z" * 6000 + "\nKilled\n"
+    assert failure_reason("failed", loud).splitlines()[-1] == "Killed"
+    assert failure_reason("failed", "the hero is Killed by an OOM\nSystemExit: 3\n").splitlines()[1:] == ["SystemExit: 3"]

@@ -190,13 +190,21 @@ def test_a_relative_data_path_is_found_in_the_data_folders_and_stored_in_full(ap
                     format="json")
     assert resp.status_code == 201, resp.content
     assert Run.objects.get().config["dataset"] == str(data / "mine.jsonl")  # a worker elsewhere reads the same file
-    resp = api.post("/api/runs/", {"team": "alpha", "experiment": "e", "config": {"dataset": "data/../data/mine.jsonl"}},
+    resp = api.post("/api/runs/", {"team": "alpha", "experiment": "e", "config": {"dataset": "data/mine.jsonl"}},
                     format="json")
     assert resp.status_code == 201, resp.content
-    assert Run.objects.latest("pk").config["dataset"] == str(tmp_path / "data/../data/mine.jsonl")  # in full
-    resp = api.post("/api/runs/", {"team": "alpha", "experiment": "e", "config": {"dataset": "../mine.jsonl"}},
+    assert Run.objects.latest("pk").config["dataset"] == str(tmp_path / "data/mine.jsonl")  # from the server's folder
+    # '..' is refused before anything is looked up: the answer must not say whether a file exists
+    answers = set()
+    for probe in ("../../../../etc/hostname", "../../../../etc/no-such-file", "data/../data/mine.jsonl"):
+        resp = api.post("/api/runs/", {"team": "alpha", "experiment": "e", "config": {"dataset": probe}},
+                        format="json")
+        assert resp.status_code == 400
+        answers.add(resp.json()["config"]["dataset"][0].replace(probe, "<probe>"))
+    assert answers == {"a relative dataset path may not contain '..': name it from its folder, or in full"}
+    resp = api.post("/api/runs/", {"team": "alpha", "experiment": "e", "config": {"dataset": "nope.jsonl"}},
                     format="json")
-    assert resp.status_code == 400 and "or a path under" in resp.json()["config"]["dataset"][0]
+    assert resp.status_code == 400 and "unknown dataset 'nope.jsonl'" in resp.json()["config"]["dataset"][0]
 
 
 @pytest.mark.parametrize("method,path,body", [

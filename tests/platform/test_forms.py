@@ -59,6 +59,17 @@ def test_valid_form_with_upload_stores_a_queued_run(client, team_user):
     assert run.config["dataset"].endswith(".jsonl") and run.events.get().to_state == "queued"
 
 
+def test_an_upload_too_small_to_hold_out_from_is_a_field_error(client, team_user):
+    team, user = team_user
+    client.force_login(user)
+    data = (json.dumps({"question": "1+1?", "answer": "#### 2"}) + "\n").encode()
+    resp = client.post(f"/teams/{team.slug}/runs/new/", {**GOOD, "dataset_file": SimpleUploadedFile("d.jsonl", data),
+                                                        "val_fraction": "0.5", "val_every": "1"})
+    assert resp.status_code == 400
+    assert "at least 2 problems in the data set, it has 1" in " ".join(resp.context["form"].errors["val_fraction"])
+    assert Run.objects.count() == 0
+
+
 def test_viewer_cannot_submit(client, team_user):
     team, _ = team_user
     viewer = factories.member(team, "vic", role="viewer")

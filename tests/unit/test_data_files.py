@@ -160,6 +160,13 @@ def test_a_parquet_file_that_decompresses_past_the_limit_is_refused_unread(tmp_p
         assert path.stat().st_size < 50_000
         with pytest.raises(DatasetError, match=r"more than 1 MiB once decompressed"):
             load_file(path)
+    zeros = tmp_path / "zeros.parquet"  # one row with a list of 5 M zeros: run-length encoded, a few KB
+    pq.write_table(pa.table({"question": ["q"], "answer": ["#### 1"],
+                             "extra": pa.array([[0] * 5_000_000], type=pa.list_(pa.int8()))}), zeros,
+                   compression="zstd")
+    assert zeros.stat().st_size < 50_000
+    with pytest.raises(DatasetError, match=r"5,000,002 values \(list items count one each\); at most 4,000,000"):
+        load_file(zeros)
 
 
 class _ChatTokenizer:

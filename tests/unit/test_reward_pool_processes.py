@@ -19,7 +19,7 @@ def compute_score(data_source, solution_str, ground_truth, extra_info):
         return 1.0 if os.fork() == 0 else 0.5
     if solution_str == "exit-with-child":  # the child holds the worker's ends of its pipes
         if os.fork() == 0:
-            time.sleep(5)  # an orphan (init's child): found by the mark in its environment
+            time.sleep(5)  # an orphan that never runs a program: nothing finds it (pool.MARK_ENV)
             os._exit(0)
         os._exit(3)
     if solution_str == "start-sleeper":
@@ -77,6 +77,23 @@ def test_what_a_reward_started_ends_though_it_left_the_workers_process_tree(scor
     escaped = psutil.Process(int(pid_file.read_text()))
     assert _ended(escaped, within_s=5.0)  # ended with its worker, not only when the pool closes
     assert scorer.score_texts(["7"], [PROBLEM])[0] == [1.0]  # the replacement answers
+
+
+def test_closing_one_pool_leaves_another_pools_workers_and_multiprocessings_helpers(tmp_path):
+    path = tmp_path / "processes.py"
+    path.write_text(REWARD)
+    first, second = (Scorer(f"{path}:compute_score", timeout_s=20.0, workers=1) for _ in range(2))
+    pid_file = tmp_path / "second.pid"
+    second.score_texts(["start-sleeper"], [Problem(question="q", answer=str(pid_file), data_source="unit")])
+    sleeper = psutil.Process(int(pid_file.read_text()))
+    before = {p.pid for p in psutil.Process().children()}  # the workers, the resource tracker
+    first.close()
+    assert sleeper.is_running() and sleeper.status() != psutil.STATUS_ZOMBIE
+    assert second.score_texts(["7"], [PROBLEM])[0] == [1.0]
+    alive = {p.pid for p in psutil.Process().children() if p.status() != psutil.STATUS_ZOMBIE}
+    assert len(before - alive) == 1  # only the first pool's worker ended
+    second.close()
+    assert _ended(sleeper, within_s=5.0)
 
 
 def _ended(proc: psutil.Process, within_s: float) -> bool:

@@ -94,26 +94,29 @@ def load_submission(path: str, team: str | None = None, experiment: str | None =
     return Submission(team=team or file_team, experiment=experiment or file_experiment, config=data)
 
 
-_DATA_SUFFIXES = (".jsonl", ".json", ".ndjson", ".parquet", ".pq")
+# Fields whose values may name files on the platform's machines (relative ones in its
+# operator's folders, e.g. a save_to_disk folder or a model folder by its bare name): whether
+# such a value is valid only the server can say.
+SERVER_JUDGED = ("model", "dataset", "val_dataset", "reward")
 
 
-def _is_path(field: str, value) -> bool:
-    """Whether a ``model``/``dataset``/``reward`` value names a file (not a built-in name): the
-    server looks relative ones up in its operator's folders."""
-    if not isinstance(value, str):
-        return False
-    if field == "reward":
-        return ".py:" in value
-    return "/" in value or value.startswith(("~", ".")) or value.lower().endswith(_DATA_SUFFIXES)
+def _server_judges(field: str, config: dict) -> bool:
+    """Whether an error about ``field`` is the server's to report (see SERVER_JUDGED);
+    ``val_fraction`` reads the training file, which is the server's unless generated."""
+    if field == "val_fraction":
+        from umbra.data.registry import NAMED_DATASETS
+
+        return config.get("dataset", "arith") not in NAMED_DATASETS
+    return field in SERVER_JUDGED and isinstance(config.get(field), str)
 
 
 def local_errors(config: dict) -> list[tuple[str, str]]:
     """Check ``config`` with ``umbra.config.RunConfig``; returns ``(field, message)``
     pairs, empty when valid.
 
-    ``model``, ``dataset``, ``val_dataset`` and custom ``reward`` values name files on the
+    ``model``, ``dataset``, ``val_dataset`` and ``reward`` values may name files on the
     platform's machines (relative ones in its operator's folders), not this one: errors about
-    them are left for the server to judge.
+    them (and about ``val_fraction`` of a data file) are left for the server to judge.
     """
     from pydantic import ValidationError
 
@@ -126,8 +129,7 @@ def local_errors(config: dict) -> list[tuple[str, str]]:
         for err in exc.errors():
             loc = ".".join(str(part) for part in err["loc"]) or "config"
             top = str(err["loc"][0]) if err["loc"] else ""
-            if top in ("model", "dataset", "val_dataset", "reward") and err["type"] == "value_error" \
-                    and _is_path(top, config.get(top)):
+            if err["type"] == "value_error" and _server_judges(top, config):
                 continue
             msg = err["msg"].removeprefix("Value error, ")
             out.append((loc, msg))

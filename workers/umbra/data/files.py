@@ -19,6 +19,9 @@ SPLIT = "train"  # the split taken from a saved DatasetDict
 # A Parquet file's data once decompressed (its footer says how much): the file size limit
 # alone lets a 1 KB zstd file decode to gigabytes in the process that checks it.
 MAX_DECODED_BYTES = 4 * MAX_FILE_BYTES
+# Values in a Parquet file (list items count one each): each becomes a Python object of ~50
+# bytes or more, so a file of a few KB holding lists of small values must not be read.
+MAX_VALUES = 4_000_000
 
 
 @dataclass(frozen=True)
@@ -77,27 +80,30 @@ def _unsafe_json(p: Path) -> str:
     return ""
 
 
-def _parquet_footer(p: Path) -> tuple[int, int] | None:
-    """Rows and uncompressed bytes (all row groups' column data) in a Parquet file's footer,
-    or None when it has none that reads (datasets then says why)."""
+def _parquet_footer(p: Path) -> tuple[int, int, int] | None:
+    """Rows, uncompressed bytes (all row groups' column data) and values (list items count
+    one each) in a Parquet file's footer, or None when it has none that reads (datasets
+    then says why)."""
     import pyarrow.parquet as pq
 
     try:
         meta = pq.read_metadata(p)
-        return meta.num_rows, sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+        groups = [meta.row_group(i) for i in range(meta.num_row_groups)]
+        return (meta.num_rows, sum(g.total_byte_size for g in groups),
+                sum(g.column(c).num_values for g in groups for c in range(g.num_columns)))
     except Exception:  # noqa: BLE001 -- pyarrow's errors for a file that is not Parquet
         return None
 
 
 def _parquet_decodes_past(p: Path, limit: int) -> int:
-    """Bytes of the file's rows once decoded, counted a few rows at a time up to just past
+    """Bytes of the file's rows once decoded, counted a row at a time up to just past
     ``limit`` (0 when the file does not read: datasets then says why). The footer's sizes are
     no bound: a dictionary-encoded column stores a repeated value once."""
     import pyarrow.parquet as pq
 
     total = 0
     try:
-        for batch in pq.ParquetFile(p).iter_batches(batch_size=64):
+        for batch in pq.ParquetFile(p).iter_batches(batch_size=1):
             total += batch.nbytes
             if total > limit:
                 break
@@ -137,9 +143,11 @@ def _read(p: Path, max_rows: int | None = None):
         raise DatasetError(f"{p}: no problems in the file")
     if suffix in JSON_SUFFIXES and (why := _unsafe_json(p)):
         raise DatasetError(f"{p}: cannot be read as JSON lines: {why}")
-    rows, stored = (_parquet_footer(p) if suffix in PARQUET_SUFFIXES else None) or (None, 0)
+    rows, stored, values = (_parquet_footer(p) if suffix in PARQUET_SUFFIXES else None) or (None, 0, 0)
     if rows == 0:  # datasets' own message: "BatchSize must be greater than 0"
         raise DatasetError(f"{p}: no rows")
+    if values > MAX_VALUES:  # a list of 100 M zeros is a few bytes of run-length encoding
+        raise DatasetError(f"{p}: {values:,} values (list items count one each); at most {MAX_VALUES:,}")
     if suffix in PARQUET_SUFFIXES and (stored > MAX_DECODED_BYTES  # 1 KB of zstd can decode to 1 GB
                                        or _parquet_decodes_past(p, MAX_DECODED_BYTES) > MAX_DECODED_BYTES):
         raise DatasetError(f"{p}: more than {MAX_DECODED_BYTES // 2**20} MiB once decompressed")

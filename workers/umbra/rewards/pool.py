@@ -103,11 +103,15 @@ def _error(exc: BaseException) -> tuple[str, str]:
     return "\n".join([key, "Traceback (most recent call last):", *lines[:10]]), key
 
 
-def _worker(conn, spec: str, output) -> None:
-    """A pool worker's main loop: print into ``output`` (the pool's bounded pipe), load ``spec``,
-    then answer ``args`` tuples until None / EOF. A copy of this process that the reward forked
+def _worker(conn, spec: str, output, mark: str) -> None:
+    """A pool worker's main loop: put ``mark`` in its environment (``MARK_ENV``: what the reward
+    starts inherits it), print into ``output`` (the pool's bounded pipe), load ``spec``, then
+    answer ``args`` tuples until None / EOF. A copy of this process that the reward forked
     (``os.fork()`` returning in the child) ends as the call does: answering too, it would put
     a second result on the connection, which the next call would take for its own."""
+    # Set here, not in the pool's process around the start: there it would mark whatever
+    # another thread (or multiprocessing's resource tracker) started meanwhile.
+    os.environ[MARK_ENV] = mark
     BoundedOutput.attach(output)
     me = os.getpid()
     try:
@@ -160,10 +164,12 @@ def _kill(processes: list[psutil.Process]) -> None:
             pass
 
 
-# Every worker puts its mark in its environment; the processes its reward starts inherit it,
+# Every worker puts its mark in its environment; the programs its reward starts inherit it,
 # which finds them after they left the worker's tree (os.setsid, a worker gone by os._exit:
-# its children then belong to init). A reward that clears its environment escapes: reward
-# files are the operator's (UMBRA_REWARD_DIRS), this catches their mistakes, not malice.
+# its children then belong to init). Not found that way: a program started with an
+# environment of its own (env={...}) and a forked copy that never runs another program (the
+# kernel shows a process's environment as it was when it started). Reward files are the
+# operator's (UMBRA_REWARD_DIRS): this catches their mistakes, not malice.
 MARK_ENV = "UMBRA_REWARD_WORKER"
 
 
@@ -196,19 +202,9 @@ class _Proc:
     def __init__(self, ctx, spec: str, output: BoundedOutput, mark: str):
         self.conn, child = ctx.Pipe()
         self.mark = mark  # ends with "/": no worker's mark is the start of another's
-        self.proc = ctx.Process(target=_worker, args=(child, spec, output.writer), daemon=True,
+        self.proc = ctx.Process(target=_worker, args=(child, spec, output.writer, mark), daemon=True,
                                 name="umbra-reward")
-        # in the worker's environment from its start: a copy the reward forks (no exec) shows
-        # its parent's initial environment, not what the worker sets later
-        before = os.environ.get(MARK_ENV)
-        os.environ[MARK_ENV] = mark
-        try:
-            self.proc.start()
-        finally:
-            if before is None:
-                del os.environ[MARK_ENV]
-            else:
-                os.environ[MARK_ENV] = before
+        self.proc.start()
         child.close()
 
     def ready(self, timeout: float) -> bool:
