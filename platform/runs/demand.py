@@ -105,32 +105,49 @@ def activation_bytes_per_token(vocab: int, hidden: int, layers: int) -> int:
     return ACTIVATION_BYTES_PER_VOCAB * vocab + ACTIVATION_BYTES_PER_HIDDEN_LAYER * hidden * layers
 
 
+def _folder_config(model: str) -> dict | None:
+    """The model folder's config.json, or None when it cannot be read."""
+    try:
+        cfg = json.loads((Path(model) / "config.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return cfg if isinstance(cfg, dict) else None
+
+
 def model_size(model: str) -> ModelSize:
     """:func:`model_weights_bytes` and the activation bytes per token, from the named model's
-    known shape or the folder's config.json (an unreadable one counts as the largest named model)."""
-    weights = model_weights_bytes(model)
-    shape = NAMED_MODEL_SHAPES.get(model)
-    if shape is None:
-        try:
-            cfg = json.loads((Path(model) / "config.json").read_text())
-            shape = (int(cfg["vocab_size"]), int(cfg["hidden_size"]), int(cfg["num_hidden_layers"]))
-            if min(shape) < 1:
-                raise ValueError("sizes below 1")
-        except (OSError, ValueError, KeyError, TypeError, ArithmeticError):
-            shape = NAMED_MODEL_SHAPES["smollm2"]
-    return ModelSize(weights, activation_bytes_per_token(*shape))
+    known size and shape or the folder's config.json, read once (a config that cannot be
+    counted counts as the largest named model: the queue must not hang on it)."""
+    cfg = None if model in NAMED_MODEL_PARAMETERS else _folder_config(model)
+    return ModelSize(_weights_bytes(model, cfg), activation_bytes_per_token(*_shape(model, cfg)))
+
+
+def _weights_bytes(model: str, cfg: dict | None) -> int:
+    if model in NAMED_MODEL_PARAMETERS:
+        return NAMED_MODEL_PARAMETERS[model] * FLOAT32_BYTES
+    try:
+        return parameter_count(cfg) * FLOAT32_BYTES
+    except (ValueError, KeyError, TypeError, ArithmeticError):  # None, int(inf): OverflowError
+        return max(NAMED_MODEL_PARAMETERS.values()) * FLOAT32_BYTES
+
+
+def _shape(model: str, cfg: dict | None) -> tuple[int, int, int]:
+    if model in NAMED_MODEL_SHAPES:
+        return NAMED_MODEL_SHAPES[model]
+    try:
+        shape = (int(cfg["vocab_size"]), int(cfg["hidden_size"]), int(cfg["num_hidden_layers"]))
+        if min(shape) >= 1:
+            return shape
+    except (ValueError, KeyError, TypeError, ArithmeticError):
+        pass
+    return NAMED_MODEL_SHAPES["smollm2"]
 
 
 def model_weights_bytes(model: str) -> int:
     """Bytes of ``model``'s float32 weights: a named model's known size, else counted from
     the folder's config.json (a model whose config cannot be read counts as the largest
     named one: the queue must not hang on it)."""
-    if model in NAMED_MODEL_PARAMETERS:
-        return NAMED_MODEL_PARAMETERS[model] * FLOAT32_BYTES
-    try:
-        return parameter_count(json.loads((Path(model) / "config.json").read_text())) * FLOAT32_BYTES
-    except (OSError, ValueError, KeyError, TypeError, ArithmeticError):  # int(inf): OverflowError
-        return max(NAMED_MODEL_PARAMETERS.values()) * FLOAT32_BYTES
+    return model_size(model).weights_bytes
 
 
 def run_demand(config: RunConfig, size: ModelSize, gpu_cluster: bool) -> Resources:
