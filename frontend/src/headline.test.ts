@@ -14,4 +14,8 @@ describe("headlineCells", () => {
     expect(cells.find((c) => c.key === "reward")).toMatchObject({ ratio: "", verdict: "" });
     expect(cells.find((c) => c.key === "accept_len")).toMatchObject({ ratio: "1.01×", verdict: "" });
   });
+  it("labels validation and training accuracy apart, validation first", () => {
+    const cells = headlineCells({ values: { accuracy: 0.3, val_accuracy: 0.9 }, ratios: {}, reference: null });
+    expect(cells.map((c) => c.label)).toEqual(["Val accuracy", "Train accuracy"]);
+  });
 });

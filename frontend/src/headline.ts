@@ -14,7 +14,8 @@ export const HEADLINE_ITEMS: { key: string; label: string; unit: string; better:
   { key: "tail", label: "Tail time", unit: "s", better: "lower" },
   { key: "accept_len", label: "Accept length", unit: "tok/step", better: "higher" },
   { key: "reward", label: "Reward", unit: "", better: "higher" },
-  { key: "accuracy", label: "Accuracy", unit: "", better: "higher" },
+  { key: "val_accuracy", label: "Val accuracy", unit: "", better: "higher" },
+  { key: "accuracy", label: "Train accuracy", unit: "", better: "higher" },
 ];
 
 export interface HeadlineCell {

@@ -8,6 +8,15 @@ describe("rowUpdates", () => {
                         values: { "rollout/throughput_tok_s": 231.04, "reward/mean": 0.5, "train/loss": 1 } }))
       .toEqual({ state: "running", done: "4", throughput: "231.0", reward: "0.500" });
   });
+  it("shows validation accuracy over training accuracy, and never training's over validation's", () => {
+    const values = { "reward/accuracy": 0.25, "val/accuracy": 0.875 };
+    expect(rowUpdates({ type: "run_row", run: 3, state: null, iterations_done: null, values }))
+      .toEqual({ val_accuracy: "0.875" });
+    expect(rowUpdates({ type: "run_row", run: 3, state: null, iterations_done: null,
+                        values: { "reward/accuracy": 0.25 } }, true)).toEqual({});
+    expect(rowUpdates({ type: "run_row", run: 3, state: null, iterations_done: null,
+                        values: { "reward/accuracy": 0.25 } })).toEqual({ accuracy: "0.250" });
+  });
   it("changes nothing that is not in the message", () => {
     expect(rowUpdates({ type: "run_row", run: 3, state: null, iterations_done: null, values: {} })).toEqual({});
   });

@@ -9,16 +9,23 @@ export const CELL_OF_METRIC: Record<string, string> = {
   "reward/mean": "reward",
   "reward/accuracy": "accuracy",
 };
+/** The accuracy cell shows validation accuracy once a run has it (marked "val"), else training's. */
+export const VAL_ACCURACY = "val/accuracy";
 
-/** `{cell: text}` to write into the run's row for `msg` (state, iterations done, numbers). */
-export function rowUpdates(msg: RunRowMessage): Record<string, string> {
+/** `{cell: text}` to write into the run's row for `msg` (state, iterations done, numbers).
+ *  `showsVal`: the row's accuracy cell already shows validation accuracy, which training
+ *  accuracy must not overwrite; a validation value is returned as `val_accuracy`. */
+export function rowUpdates(msg: RunRowMessage, showsVal = false): Record<string, string> {
   const out: Record<string, string> = {};
   if (msg.state) out.state = msg.state;
   if (msg.iterations_done != null) out.done = String(msg.iterations_done);
   for (const [metric, value] of Object.entries(msg.values ?? {})) {
     const cell = CELL_OF_METRIC[metric];
+    if (cell === "accuracy" && (showsVal || msg.values[VAL_ACCURACY] != null)) continue;
     if (cell) out[cell] = formatNumber(value);
   }
+  const val = msg.values?.[VAL_ACCURACY];
+  if (val != null) out.val_accuracy = formatNumber(val);
   return out;
 }
 

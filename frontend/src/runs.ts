@@ -9,10 +9,18 @@ function applyRow(table: HTMLElement, msg: SocketMessage): void {
   if (msg.type !== "run_row") return;
   const row = table.querySelector<HTMLTableRowElement>(`tr[data-run="${msg.run}"]`);
   if (!row) return; // not on this page (filtered out, or another page)
-  for (const [cell, text] of Object.entries(rowUpdates(msg))) {
-    const el = row.querySelector<HTMLElement>(`[data-cell="${cell}"]`);
+  const accuracy = row.querySelector<HTMLElement>('[data-cell="accuracy"]');
+  for (const [cell, text] of Object.entries(rowUpdates(msg, accuracy?.dataset.source === "val"))) {
+    const el = cell === "val_accuracy" ? accuracy : row.querySelector<HTMLElement>(`[data-cell="${cell}"]`);
     if (!el) continue;
     el.textContent = text;
+    if (cell === "val_accuracy") {
+      const sub = document.createElement("span");
+      sub.className = "sub";
+      sub.textContent = "val";
+      el.append(" ", sub);
+      el.dataset.source = "val";
+    }
     if (cell === "state") {
       el.className = `badge state-${text}`;
       row.dataset.state = text;

@@ -1,6 +1,6 @@
 """The run page's headline numbers (ours): rollout throughput and tail time (medians over
 iterations, which damp the first iteration's warm-up, as the comparison's summary does),
-acceptance length, the last reward and accuracy, and their ratio to a reference run:
+acceptance length, the last reward, validation accuracy and training accuracy, and their ratio to a reference run:
 the experiment's ``verl`` (else ``static-group``) run of the same config, else the team's
 latest such run.
 
@@ -22,7 +22,7 @@ BASELINE_POLICIES = ("verl", "static-group")
 # (key, metric, statistic): the headline, in the order shown.
 HEADLINE = (("throughput", "rollout/throughput_tok_s", "median"), ("tail", "rollout/tail_time_s", "median"),
             ("accept_len", "rollout/spec/accept_len", "median"), ("reward", "reward/mean", "last"),
-            ("accuracy", "reward/accuracy", "last"))
+            ("val_accuracy", "val/accuracy", "last"), ("accuracy", "reward/accuracy", "last"))
 CANDIDATES = 200  # the team's latest baseline runs looked at for one of the same config
 
 _STATS = """

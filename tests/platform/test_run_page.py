@@ -49,8 +49,10 @@ def test_reference_is_the_experiments_baseline_of_the_same_config(team_user):
     _points(seer, "reward/mean", [0.1, 0.4])
     _points(static, "rollout/tail_time_s", [0.0])  # near-zero reference: no ratio
     _points(seer, "rollout/tail_time_s", [3.0])
+    _points(seer, "reward/accuracy", [0.2, 0.3])
+    _points(seer, "val/accuracy", [0.5, 0.9])  # validation accuracy is its own number, not training's
     h = headline(alice, seer)
-    assert h["values"] == {"throughput": 300.0, "reward": 0.4, "tail": 3.0}
+    assert h["values"] == {"throughput": 300.0, "reward": 0.4, "tail": 3.0, "accuracy": 0.3, "val_accuracy": 0.9}
     assert h["ratios"] == {"throughput": 2.0} and h["reference"]["id"] == static.pk
 
 
