@@ -63,6 +63,7 @@ def test_page_header_config_yaml_and_folded_log(client, team_user):
     client.force_login(alice)
     html = client.get(f"/runs/{run.pk}/").content.decode()
     assert re.search(r"<title>(.*?)</title>", html).group(1) == "my run · Umbra"
+    assert "{#" not in html and "{%" not in html  # no template syntax shown as text
     assert 'id="config-actions"' in html and 'id="copy-config"' in html
     assert "iterations: 5\nmax_tokens: 64\nmodel: tiny\nrollout_policy: seer\n" in html
     assert re.search(r'<details class="panel" id="job-log">', html)  # folded: no "open"
