@@ -1,6 +1,6 @@
 // Empirical CDF of request latency for the last iteration's trace.
 import uPlot from "uplot";
-import { CHART_HEIGHT, chartSection, fitWidth } from "./charts";
+import { CHART_HEIGHT, chartSection, fitWidth, markNoTrace } from "./charts";
 import type { Trace, TraceRequest } from "./types";
 
 /**
@@ -60,10 +60,12 @@ export class CdfChart {
       plot,
     );
     fitWidth(this.plot, plot, height);
+    markNoTrace(section, true);
   }
 
   /** Redraw from a trace; the title names its iteration. */
   show(trace: Trace): void {
+    markNoTrace(this.section, false);
     this.heading.textContent =
       `${this.title} — iteration ${trace.iteration} (${trace.requests.length} requests)`;
     this.iteration = trace.iteration;

@@ -39,6 +39,20 @@ export function chartSection(title: string, extra?: HTMLElement, metric?: string
   return { section, heading, plot };
 }
 
+/** Mark a trace chart (timeline, latency CDF) as waiting for its first trace: a line says
+ *  when it is drawn, instead of bare axes (ours). */
+export function markNoTrace(section: HTMLElement, waiting: boolean): void {
+  section.classList.toggle("no-trace", waiting);
+  let note = section.querySelector<HTMLElement>(".no-trace-note");
+  if (waiting && !note) {
+    note = document.createElement("p");
+    note.className = "no-trace-note";
+    note.textContent = "Drawn when the first iteration's rollout ends (from its trace of every request).";
+    section.querySelector("header")?.after(note);
+  }
+  if (!waiting) note?.remove();
+}
+
 /**
  * One `<section class="chart-group">` per group, each with an `<h3>` section title and a
  * `.chart-grid`, appended to `parent`; `build(name, grid)` fills a grid with a chart.

@@ -18,4 +18,9 @@ describe("headlineCells", () => {
     const cells = headlineCells({ values: { accuracy: 0.3, val_accuracy: 0.9 }, ratios: {}, reference: null });
     expect(cells.map((c) => c.label)).toEqual(["Val accuracy", "Train accuracy"]);
   });
+  it("gives no verdict against a reference that ran concurrently", () => {
+    const cells = headlineCells({ values: { throughput: 100 }, ratios: { throughput: 0.48 },
+                                  reference: { ...ref, concurrent: true } });
+    expect(cells[0]).toMatchObject({ ratio: "0.48×", verdict: "concurrent" });
+  });
 });

@@ -5,7 +5,9 @@ import { formatNumber, formatRatio } from "./format";
 export interface HeadlineResponse {
   values: Record<string, number>;
   ratios: Record<string, number>;
-  reference: { id: number; policy: string; name: string; url: string; values: Record<string, number> } | null;
+  reference: { id: number; policy: string; name: string; url: string; values: Record<string, number>;
+               /** The reference shared the cluster with this run while it ran: ratios not comparable. */
+               concurrent?: boolean } | null;
 }
 
 /** The headline keys, their label and unit, and which way is better (for the ratio's colour). */
@@ -23,7 +25,8 @@ export interface HeadlineCell {
   label: string;
   value: string;
   ratio: string;
-  /** "good", "bad" or "" (no ratio, or within 2% of the reference). */
+  /** "good", "bad", "" (no ratio, or within 2% of the reference) or "concurrent" (the reference
+   *  ran at the same time on the same cluster, so the ratio is not a verdict). */
   verdict: string;
 }
 
@@ -32,7 +35,8 @@ export function headlineCells(data: HeadlineResponse): HeadlineCell[] {
   return HEADLINE_ITEMS.filter((item) => data.values[item.key] != null).map((item) => {
     const r = data.ratios[item.key];
     let verdict = "";
-    if (r != null && Math.abs(r - 1) > 0.02) verdict = (r > 1) === (item.better === "higher") ? "good" : "bad";
+    if (r != null && data.reference?.concurrent) verdict = "concurrent";
+    else if (r != null && Math.abs(r - 1) > 0.02) verdict = (r > 1) === (item.better === "higher") ? "good" : "bad";
     const unit = item.unit ? ` ${item.unit}` : "";
     return { key: item.key, label: item.label, value: `${formatNumber(data.values[item.key])}${unit}`,
              ratio: r != null ? formatRatio(r) : "", verdict };
@@ -70,6 +74,12 @@ export function renderHeadline(dl: HTMLElement, data: HeadlineResponse): void {
     link.href = data.reference.url;
     link.textContent = `${data.reference.name} (${data.reference.policy})`;
     note.append("ratios vs ", link, ", same config");
+    if (data.reference.concurrent) {
+      const warn = document.createElement("strong");
+      warn.className = "concurrent-warning";
+      warn.textContent = " · ran concurrently on the same cluster: throughput ratios are not comparable";
+      note.append(warn);
+    }
     items.push(note);
   }
   dl.replaceChildren(...items);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { readoutText } from "./charts";
-import { percentDone, rowUpdates } from "./runs-table";
+import { durationText, etaText, percentDone, rowUpdates } from "./runs-table";
 
 describe("rowUpdates", () => {
   it("maps a run_row message to the table's cells", () => {
@@ -36,5 +36,19 @@ describe("readoutText", () => {
     expect(readoutText("iteration", 3, 231.04, "tok/s")).toBe("iteration 3 · 231.0 tok/s");
     expect(readoutText("seconds since the first point", 12.5, 0.5, "")).toBe("12.50 s · 0.500");
     expect(readoutText("iteration", null, null, "")).toBe("");
+  });
+});
+
+describe("etaText and durationText", () => {
+  it("re-estimates the ETA as iterations end, and only while running", () => {
+    expect(etaText(12, 6, 100, "running")).toBe(" · ETA 10m 00s");
+    expect(etaText(12, 7, 100, "running")).toBe(" · ETA 8m 20s");
+    expect(etaText(12, 12, 100, "succeeded")).toBe("");
+    expect(etaText(12, 0, null, "running")).toBe("");
+  });
+  it("counts to now while running and stops at the finish", () => {
+    expect(durationText(1000, null, 1095)).toBe("1m 35s");
+    expect(durationText(1000, 1007, 5000)).toBe("7s");
+    expect(durationText(null, null, 5000)).toBe("—");
   });
 });

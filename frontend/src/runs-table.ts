@@ -1,5 +1,6 @@
 // The team's runs table (ours), pure part: which cells a live "run_row" message changes.
 import { formatNumber } from "./format";
+import { formatDuration } from "./progress";
 import type { RunRowMessage } from "./types";
 
 /** Table cell (`data-cell`) of each key number's metric, as in telemetry.run_table.KEY_NUMBERS. */
@@ -33,4 +34,17 @@ export function rowUpdates(msg: RunRowMessage, showsVal = false): Record<string,
 export function percentDone(done: number, total: number, state: string): number {
   if (state === "succeeded") return 100;
   return total > 0 ? Math.min(100, (100 * done) / total) : 0;
+}
+
+/** The ETA text after "x of N" (" · ETA 4m 10s"), or "" unless running with an iteration
+ *  done; `meanS` is the mean iteration time the page was drawn with (the server's ETA). */
+export function etaText(total: number, done: number, meanS: number | null, state: string): string {
+  if (state !== "running" || !meanS || !(total > 0) || done <= 0) return "";
+  return ` · ETA ${formatDuration(Math.max(total - done, 0) * meanS)}`;
+}
+
+/** The Duration cell: start to finish, or to `nowS` while not finished ("—" before the start). */
+export function durationText(startedS: number | null, finishedS: number | null, nowS: number): string {
+  if (startedS == null) return "—";
+  return formatDuration((finishedS ?? nowS) - startedS);
 }

@@ -1,7 +1,7 @@
 // Entry point of the team's runs page: compare the checked runs, and follow every run's
 // state and latest numbers over the team's WebSocket (/ws/teams/<slug>/runs/).
 import "./runs.css";
-import { percentDone, rowUpdates } from "./runs-table";
+import { durationText, etaText, percentDone, rowUpdates } from "./runs-table";
 import { connectSocket, wsUrl } from "./socket";
 import type { SocketMessage } from "./types";
 
@@ -34,6 +34,23 @@ function applyRow(table: HTMLElement, msg: SocketMessage): void {
   const bar = row.querySelector<HTMLElement>(".progress span");
   if (bar) bar.style.width = `${pct.toFixed(0)}%`;
   bar?.parentElement?.setAttribute("aria-valuenow", pct.toFixed(0));
+  const mean = row.dataset.meanIterationS ? Number(row.dataset.meanIterationS) : null;
+  const eta = row.querySelector<HTMLElement>('[data-cell="eta"]');
+  if (eta) eta.textContent = etaText(Number(row.dataset.total), done, mean, row.dataset.state ?? "");
+  if (msg.state && !["queued", "dispatching", "running"].includes(msg.state) && !row.dataset.finished) {
+    row.dataset.finished = String(Date.now() / 1000); // stops the Duration clock below
+  }
+  if (msg.state === "running" && !row.dataset.started) row.dataset.started = String(Date.now() / 1000);
+}
+
+/** Running rows' Duration cells tick once a second (the server drew them at page load). */
+function tickDurations(table: HTMLElement): void {
+  const now = Date.now() / 1000;
+  for (const row of table.querySelectorAll<HTMLTableRowElement>("tr[data-started]")) {
+    if (row.dataset.finished) continue;
+    const cell = row.querySelector<HTMLElement>('[data-cell="duration"]');
+    if (cell) cell.textContent = durationText(Number(row.dataset.started), null, now);
+  }
 }
 
 function wireSelection(form: HTMLFormElement): void {
@@ -51,6 +68,7 @@ function wireSelection(form: HTMLFormElement): void {
 const table = document.getElementById("runs-table");
 const form = document.getElementById("compare-selected") as HTMLFormElement | null;
 if (form) wireSelection(form);
+if (table) window.setInterval(() => tickDurations(table), 1000);
 if (table?.dataset.wsPath) {
   connectSocket(wsUrl(table.dataset.wsPath), { message: (msg) => applyRow(table, msg) });
 }

@@ -1,7 +1,7 @@
 // Instance timeline: how many requests each instance runs over the rollout,
 // so the long tail (one busy instance, the rest idle) is visible.
 import uPlot from "uplot";
-import { CHART_HEIGHT, chartSection, fitWidth } from "./charts";
+import { CHART_HEIGHT, chartSection, fitWidth, markNoTrace } from "./charts";
 import { paletteColor } from "./palette";
 import type { Chunk, Trace, TraceRequest } from "./types";
 
@@ -97,10 +97,12 @@ export class TimelineChart {
       plot,
     );
     fitWidth(this.plot, plot, height);
+    markNoTrace(section, true);
   }
 
   /** Redraw from a trace, rebuilding the series when the instance set changes. */
   show(trace: Trace): void {
+    markNoTrace(this.section, false);
     const { instances, data } = instanceOccupancy(trace.requests);
     this.heading.textContent = `Instance timeline — iteration ${trace.iteration}`;
     this.section.dataset.iteration = String(trace.iteration);

@@ -4,6 +4,10 @@ acceptance length, the last reward, validation accuracy and training accuracy, a
 the experiment's ``verl`` (else ``static-group``) run of the same config, else the team's
 latest such run.
 
+A baseline that shared the cluster with the run while it ran (``runs.overlap``) is taken only
+when no other of the same config exists, and then the answer says so (``concurrent``): their
+throughput ratio would say as much about the overlap as about the policy.
+
 "The same config" is every config key but the rollout policy's own (``POLICY_KEYS``, as in
 ``compare.summary``; tests/platform/test_run_page.py keeps the two equal).
 """
@@ -11,8 +15,10 @@ from __future__ import annotations
 
 from django.db import connection
 from django.db.models import Exists, OuterRef
+from django.utils import timezone
 
 from runs.models import Run
+from runs.overlap import ran_concurrently
 from runs.selectors import visible_runs
 from telemetry.models import MetricPoint
 
@@ -46,11 +52,14 @@ def reference_for(user, run: Run) -> Run | None:
     if run.config.get("rollout_policy") in BASELINE_POLICIES:
         baselines = baselines.filter(created_at__lt=run.created_at)
     same = [r for r in baselines.order_by("-created_at", "-pk")[:CANDIDATES] if _same_config(r.config, run.config)]
-    for policy in BASELINE_POLICIES:
-        for pool in ([r for r in same if r.experiment_id == run.experiment_id], same):
-            found = next((r for r in pool if r.config.get("rollout_policy") == policy), None)
-            if found:
-                return found
+    now = timezone.now()
+    alone = [r for r in same if not ran_concurrently(r, run, now)]
+    for candidates in (alone, same):
+        for policy in BASELINE_POLICIES:
+            for pool in ([r for r in candidates if r.experiment_id == run.experiment_id], candidates):
+                found = next((r for r in pool if r.config.get("rollout_policy") == policy), None)
+                if found:
+                    return found
     return None
 
 
@@ -67,7 +76,8 @@ def headline_values(run_ids: list[int]) -> dict[int, dict[str, float]]:
 
 
 def headline(user, run: Run) -> dict:
-    """``{"values": {...}, "reference": {"id", "policy", "name", "values"} | None, "ratios": {...}}``;
+    """``{"values": {...}, "reference": {"id", "policy", "name", "values", "url", "concurrent"} | None,
+    "ratios": {...}}``;
     a ratio is left out where either value is missing or the reference's is near zero."""
     ref = reference_for(user, run)
     values = headline_values([run.pk] + ([ref.pk] if ref else []))
@@ -81,4 +91,5 @@ def headline(user, run: Run) -> dict:
     return {"values": mine, "ratios": ratios,
             "reference": None if ref is None else {"id": ref.pk, "policy": ref.config.get("rollout_policy"),
                                                    "name": ref.name or f"#{ref.pk}", "values": values[ref.pk],
-                                                   "url": f"/runs/{ref.pk}/"}}
+                                                   "url": f"/runs/{ref.pk}/",
+                                                   "concurrent": ran_concurrently(ref, run, timezone.now())}}

@@ -1,6 +1,7 @@
 """Headless Chromium on the team's runs table and a run page: sort by a column and filter
 by state; fold a run-page section and find it folded after a reload. Screenshots of both
-pages at 1400 and 800 px go to var/screenshots/ (runs-table-*.png, run-page-*.png)."""
+pages at 1400 and 800 px go to var/screenshots/ (runs-table-*.png, run-page-live-*.png,
+run-page-starting-*.png, run-page-queued-*.png)."""
 import os
 import random
 import re
@@ -67,6 +68,14 @@ def runs_site(team_user):
                 note="divided rollout with the KV ledger")
     make("seer", Run.State.QUEUED, 0, 1.0, alice, 120)
     make("verl", Run.State.RUNNING, 0, 1.0, alice, 130, name="just started")
+    # the System panel: two nodes (one near its memory limit) and two actors, per iteration
+    MetricPoint.objects.bulk_create([
+        MetricPoint(run=seer, name=name, step=s, value=value * (1 + s / 60))
+        for s in range(6) for name, value in (
+            ("system/node/head/mem_frac", 0.88), ("system/node/worker-1/mem_frac", 0.41),
+            ("system/node/head/cpu_percent", 92.0), ("system/node/worker-1/cpu_percent", 55.0),
+            ("system/actor/trainer-0/rss_gib", 5.1), ("system/actor/rollout-0/rss_gib", 2.8),
+            ("system/actor/rollout-1/rss_gib", 2.7), ("system/driver_rss_gib", 0.6))])
     IterationTrace.objects.create(run=seer, iteration=5, requests=_trace_rows(rng))
     Run.objects.filter(pk=seer.pk).update(log_tail="\x1b[36m(pid=1)\x1b[0m vLLM engine started\nINFO iteration 5 done\n")
     return seer, verl
@@ -154,7 +163,11 @@ def test_a_folded_section_stays_folded_after_reload(live_web, runs_site):
         assert sections[:2] == ["Rollout speed", "Tail and latency"] and sections[-1] == "System"
         expect(page.locator("#job-log")).not_to_have_attribute("open", "")
         assert "\x1b" not in page.locator("#log-tail").text_content()
-        _shoot(page, "run-page")
+        expect(page.locator("#memory-warning")).to_contain_text("Near the memory limit: node head 9")
+        system = page.locator('.chart-group[data-section="System"]')
+        expect(system.locator('section.chart[data-metric="system/node/{node}/mem_frac"] canvas')).to_be_visible()
+        expect(page.locator("#instance-timeline .no-trace-note")).to_have_count(0)  # drawn from the trace
+        _shoot(page, "run-page-live")
 
         training = page.locator('.chart-group[data-section="Training"]')
         training.locator(".section-toggle").click()
@@ -169,10 +182,11 @@ def test_a_folded_section_stays_folded_after_reload(live_web, runs_site):
 
         from runs.models import Run
 
-        for name, text in (("just started", "Starting engines"), ("", "Waiting in the queue")):
+        for name, text, shot in (("just started", "Starting engines", "run-page-starting"),
+                                 ("", "Waiting in the queue", "run-page-queued")):
             run = Run.objects.filter(name=name).first() if name else Run.objects.get(state="queued")
             page.goto(f"{live_web}/runs/{run.pk}/")
             expect(page.locator("#starting")).to_contain_text(text)
             expect(page.locator("#dashboard .chart-group:not([hidden])")).to_have_count(0)  # no wall of empty charts
-        _shoot(page, "run-page-starting")
+            _shoot(page, shot)
         browser.close()

@@ -56,6 +56,33 @@ def test_reference_is_the_experiments_baseline_of_the_same_config(team_user):
     assert h["ratios"] == {"throughput": 2.0} and h["reference"]["id"] == static.pk
 
 
+def test_a_baseline_that_ran_at_the_same_time_is_a_reference_only_when_no_other_is(team_user):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from telemetry.headline import headline, reference_for
+
+    team, alice = team_user
+    exp = factories.experiment(team, "ab")
+    t0 = timezone.now() - timedelta(hours=3)
+    hour = timedelta(hours=1)
+    earlier = factories.run(exp, {**CONFIG, "rollout_policy": "verl"}, state="succeeded", created_by=alice,
+                            started_at=t0, finished_at=t0 + hour)
+    during = factories.run(exp, {**CONFIG, "rollout_policy": "verl"}, state="succeeded", created_by=alice,
+                           started_at=t0 + 2 * hour, finished_at=t0 + 3 * hour)
+    seer = factories.run(exp, {**CONFIG, "rollout_policy": "seer"}, state="running", created_by=alice,
+                         started_at=t0 + 2.5 * hour)
+    for r, tok_s in ((earlier, 200.0), (during, 100.0), (seer, 240.0)):
+        _points(r, "rollout/throughput_tok_s", [tok_s])
+    assert reference_for(alice, seer) == earlier  # the newer verl run shared the cluster with it
+    assert headline(alice, seer)["reference"]["concurrent"] is False
+    earlier.delete()
+    h = headline(alice, seer)
+    assert h["reference"]["id"] == during.pk and h["reference"]["concurrent"] is True
+    assert h["ratios"] == {"throughput": 2.4}  # shown, but the page marks it as no verdict
+
+
 def test_page_header_config_yaml_and_folded_log(client, team_user):
     team, alice = team_user
     run = factories.run(factories.experiment(team, "e"), {**CONFIG, "rollout_policy": "seer"}, state=Run.State.RUNNING,

@@ -399,6 +399,16 @@ def test_show_lines_give_the_queue_position_of_a_queued_run():
     assert rows["progress"] == "0/3 iterations" and rows["metrics"] == "none yet" and rows["url"] == "http://h/runs/7/"
 
 
+def test_show_gives_validation_accuracy_apart_from_training_accuracy():
+    from umbra.client.commands import show
+
+    lines = show.render_lines({**RUN, "state": "running", "iterations_done": 3, "elapsed_s": 60.0, "eta_s": None,
+                               "reason": None, "latest_metrics": {"reward/accuracy": 0.25, "val/accuracy": 0.875}},
+                              "http://h/runs/7/")
+    metrics = next(line for line in lines if line.split()[0] == "metrics")
+    assert "accuracy 0.250" in metrics and "val accuracy 0.875" in metrics
+
+
 def test_logout_forgets_only_the_stored_servers_token(config_dir):
     credentials.save("http://a.test", "tok")
     assert credentials.forget("http://b.test") is None and credentials.load().token == "tok"

@@ -16,7 +16,7 @@ from umbra.telemetry import catalog
 # The latest values shown (and given by --json): (metric, label, unit) from the catalogue.
 KEY_METRICS = tuple((name, catalog.get(name).label, catalog.get(name).unit)
                     for name in ("rollout/throughput_tok_s", "rollout/tail_time_s", "rollout/spec/accept_len",
-                                 "reward/mean", "reward/accuracy", "train/loss", "train/kl"))
+                                 "reward/mean", "reward/accuracy", "val/accuracy", "train/loss", "train/kl"))
 
 
 def add_parser(sub) -> None:
