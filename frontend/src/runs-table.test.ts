@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { readoutText } from "./charts";
-import { durationText, etaText, percentDone, rowUpdates } from "./runs-table";
+import { durationText, etaText, percentDone, rowUpdates, unlistedText } from "./runs-table";
 
 describe("rowUpdates", () => {
   it("maps a run_row message to the table's cells", () => {
@@ -50,5 +50,13 @@ describe("etaText and durationText", () => {
     expect(durationText(1000, null, 1095)).toBe("1m 35s");
     expect(durationText(1000, 1007, 5000)).toBe("7s");
     expect(durationText(null, null, 5000)).toBe("—");
+  });
+});
+
+describe("unlistedText", () => {
+  it("names the runs the table does not list", () => {
+    expect(unlistedText([12])).toBe("Run #12 changed and is not listed here.");
+    expect(unlistedText([14, 12, 13])).toBe("3 runs not listed here changed (#12, #13, #14).");
+    expect(unlistedText([1, 2, 3, 4, 5, 6])).toBe("6 runs not listed here changed (#1, #2, #3, #4, #5, …).");
   });
 });

@@ -48,3 +48,11 @@ export function durationText(startedS: number | null, finishedS: number | null, 
   if (startedS == null) return "—";
   return formatDuration((finishedS ?? nowS) - startedS);
 }
+
+/** The note over the table when runs it does not list changed: "Run #12 changed and is not
+ *  listed here." / "3 runs not listed here changed (#12, #13, #14)." */
+export function unlistedText(runs: number[]): string {
+  const ids = [...runs].sort((a, b) => a - b).map((r) => `#${r}`);
+  return ids.length === 1 ? `Run ${ids[0]} changed and is not listed here.`
+    : `${ids.length} runs not listed here changed (${ids.slice(0, 5).join(", ")}${ids.length > 5 ? ", …" : ""}).`;
+}

@@ -1,14 +1,14 @@
 // Entry point of the team's runs page: compare the checked runs, and follow every run's
 // state and latest numbers over the team's WebSocket (/ws/teams/<slug>/runs/).
 import "./runs.css";
-import { durationText, etaText, percentDone, rowUpdates } from "./runs-table";
+import { durationText, etaText, percentDone, rowUpdates, unlistedText } from "./runs-table";
 import { connectSocket, wsUrl } from "./socket";
 import type { SocketMessage } from "./types";
 
 function applyRow(table: HTMLElement, msg: SocketMessage): void {
   if (msg.type !== "run_row") return;
   const row = table.querySelector<HTMLTableRowElement>(`tr[data-run="${msg.run}"]`);
-  if (!row) return; // not on this page (filtered out, or another page)
+  if (!row) return noteUnlisted(msg.run); // a new run, or one on another page or filtered out
   const accuracy = row.querySelector<HTMLElement>('[data-cell="accuracy"]');
   for (const [cell, text] of Object.entries(rowUpdates(msg, accuracy?.dataset.source === "val"))) {
     const el = cell === "val_accuracy" ? accuracy : row.querySelector<HTMLElement>(`[data-cell="${cell}"]`);
@@ -51,6 +51,19 @@ function tickDurations(table: HTMLElement): void {
     const cell = row.querySelector<HTMLElement>('[data-cell="duration"]');
     if (cell) cell.textContent = durationText(Number(row.dataset.started), null, now);
   }
+}
+
+const unlisted = new Set<number>();
+
+/** A run the table does not list changed state or logged numbers: say so, with a reload link
+ *  (new runs appear at the top of the default order, so a reload shows them). */
+function noteUnlisted(run: number): void {
+  const note = document.getElementById("unlisted-runs");
+  if (!note) return;
+  unlisted.add(run);
+  note.querySelector("span")!.textContent = unlistedText([...unlisted]);
+  note.querySelector("a")!.href = window.location.href;
+  note.hidden = false;
 }
 
 function wireSelection(form: HTMLFormElement): void {
