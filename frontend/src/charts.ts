@@ -39,6 +39,20 @@ export function chartSection(title: string, extra?: HTMLElement, metric?: string
   return { section, heading, plot };
 }
 
+/** The y range of a metric chart: uPlot's own (10% padding, round ends) unless every value
+ *  is the same, where uPlot would span 0..100 and a reward of 0 would read as a percentage:
+ *  then 0..1 around zero, else the value ±10%. */
+export function yRange(min: number | null, max: number | null): [number, number] {
+  if (min == null || max == null || !Number.isFinite(min) || !Number.isFinite(max)) return [0, 1];
+  if (min === max) {
+    if (min === 0) return [0, 1];
+    const pad = Math.abs(min) * 0.1;
+    return [min - pad, max + pad];
+  }
+  const [lo, hi] = uPlot.rangeNum(min, max, 0.1, true);
+  return [lo ?? min, hi ?? max];
+}
+
 /** Mark a trace chart (timeline, latency CDF) as waiting for its first trace: a line says
  *  when it is drawn, instead of bare axes (ours). */
 export function markNoTrace(section: HTMLElement, waiting: boolean): void {
@@ -174,7 +188,7 @@ export class MetricChart {
       {
         width: Math.max(plot.clientWidth, 200),
         height,
-        scales: { x: { time: false } },
+        scales: { x: { time: false }, y: { range: (_u, min, max) => yRange(min, max) } },
         axes: [
           // Iterations are integers: never put ticks at fractional steps.
           { label: this.xLabel, incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000] },

@@ -47,6 +47,7 @@ interface Dashboard {
 }
 
 function setState(dash: Dashboard, state: string, reason?: string): void {
+  const changed = state !== dash.state; // the page was drawn with dash.state (and the download link's visibility)
   dash.state = state;
   const el = document.getElementById("run-state");
   if (el) {
@@ -61,7 +62,7 @@ function setState(dash: Dashboard, state: string, reason?: string): void {
   });
   updateProgress(dash);
   updateEmpty(dash);
-  void showModelDownload();
+  if (changed) void showModelDownload();
 }
 
 /** Unhide "Download model" once the run has a checkpoint (HEAD of the link: 200 or 404). */

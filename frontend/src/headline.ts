@@ -82,5 +82,11 @@ export function renderHeadline(dl: HTMLElement, data: HeadlineResponse): void {
     }
     items.push(note);
   }
+  if (!data.reference && items.length) {
+    const note = document.createElement("div");
+    note.className = "headline-ref sub";
+    note.textContent = "no ratios: no verl or static-group run of this config to compare with yet (the form's A/B button runs one)";
+    items.push(note);
+  }
   dl.replaceChildren(...items);
 }

@@ -107,6 +107,8 @@ class RunSerializer(serializers.ModelSerializer):
 class TagText(_StrictText, serializers.RegexField):
     """A tag: a word of letters, digits and ``_ . : + -`` (``runs.labels``)."""
 
+    default_error_messages = {"invalid": "a tag is one word of letters, digits and _ . : + - (no spaces)"}
+
 
 class RunLabelsSerializer(StrictSerializer):
     """``PATCH /api/runs/ID/``: any of the run's labels (checked by ``runs.labels``)."""

@@ -49,7 +49,7 @@ def annotate_numbers(qs: QuerySet[Run]) -> QuerySet[Run]:
 @dataclass(frozen=True)
 class TableQuery:
     """What the page asks for: filters (``state``, ``policy``, ``tag``, ``owner``), a search
-    ``q`` (name, tag, experiment or #id) and ``sort``."""
+    ``q`` (name, tag, experiment, note or #id) and ``sort``."""
 
     state: str = ""
     policy: str = ""

@@ -385,7 +385,8 @@ def test_json_output_is_strict_and_logs_keep_their_lines(capsys):
     print_json({"a": float("nan"), "b": [1.5, float("inf")], "c": "é"})
     out = capsys.readouterr().out
     assert json.loads(out) == {"a": None, "b": [1.5, None], "c": "é"} and out.endswith("}\n")
-    assert printable_log("a\r\n\tb\x1b[0m\n") == "a\n    b?[0m\n"
+    assert printable_log("a\r\n\tb\x1b[0m\n") == "a\n    b\n"  # colours dropped, as on the run page
+    assert printable_log("\x1b[36m(pid=1)\x1b[0m up\x1b]0;title\x07 \x1b x") == "(pid=1) up ? x"
 
 
 def test_show_lines_give_the_queue_position_of_a_queued_run():

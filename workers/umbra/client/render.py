@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import sys
 import unicodedata
 from datetime import datetime, timezone
@@ -40,9 +41,15 @@ def printable(value: str) -> str:
     return "".join("?" if unicodedata.category(c) in ("Cc", "Cf") else c for c in value)
 
 
+# Terminal escape sequences (colours, cursor moves: CSI ... final byte; OSC ... BEL/ST) that
+# Ray and vLLM write into job logs: dropped, as the run page's log view drops them.
+_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\))")
+
+
 def printable_log(value: str) -> str:
-    """A log as text to print: lines and tabs kept, other control characters (terminal
-    escapes, carriage returns) shown as ``?``."""
+    """A log as text to print: terminal colour and cursor sequences dropped, lines and tabs
+    kept, other control characters (a lone escape, carriage returns) shown as ``?``."""
+    value = _ANSI.sub("", value)
     return "\n".join(printable(line.replace("\t", "    ")) for line in value.replace("\r\n", "\n").split("\n"))
 
 
