@@ -1,12 +1,15 @@
 // Entry point of the run-comparison page: reads the view from the URL, fetches
-// GET /api/compare/ and draws one overlaid chart per metric, the summary table
-// and the config diff inside #compare.
+// GET /api/compare/ and draws one overlaid chart per metric some run has (with one key of
+// the run colours for the page; values show on hover), the summary table and the config
+// diff inside #compare.
 import "uplot/dist/uPlot.min.css";
+import "./ui.css";
 import "./compare.css";
 import { alignSeries } from "./align";
 import { ApiError, fetchCompare } from "./api";
 import { MetricCatalog } from "./catalog";
 import { groupedGrids } from "./charts";
+import { gridClass, listTitles, splitCharted } from "./compare-layout";
 import { renderConfigDiff } from "./config-diff";
 import { Controls } from "./controls";
 import { OverlayChart } from "./overlay-chart";
@@ -37,6 +40,11 @@ class ComparePage {
   private readonly status = el("p", { className: "compare-status" });
   /** One titled grid per catalogue section of the compared metrics. */
   private readonly grid = el("div", { className: "chart-groups" });
+  /** The run colours, once for the page; each entry shows or hides its run in every chart. */
+  private readonly key = el("ul", { id: "run-key", className: "run-key" });
+  /** One line naming the metrics no selected run logged (no chart for them). */
+  private readonly leftOut = el("p", { id: "left-out", className: "compare-left-out", hidden: true });
+  private readonly hiddenRuns = new Set<number>();
   private readonly catalog = MetricCatalog.fromPage();
   private readonly summary = el("table", { id: "summary", className: "compare-table" });
   private readonly mismatch = el("p", { id: "reference-mismatch", className: "compare-note", hidden: true });
@@ -55,14 +63,17 @@ class ComparePage {
       ref: (ref) => this.change({ ref }, true),
       metrics: (metrics) => this.change({ metrics }, true),
     }, this.catalog);
+    this.key.setAttribute("aria-label", "Runs: colour key (press to hide or show a run)");
     this.results.append(
+      this.key,
       this.grid,
+      this.leftOut,
       heading("Summary"),
       this.concurrent,
       this.mismatch,
-      el("div", { className: "table-scroll" }),
+      el("div", { className: "table-scroll table-card" }),
       heading("Config differences"),
-      el("div", { className: "table-scroll" }),
+      el("div", { className: "table-scroll table-card" }),
     );
     const [summaryBox, diffBox] = this.results.querySelectorAll(".table-scroll");
     summaryBox.append(this.summary);
@@ -125,6 +136,31 @@ class ComparePage {
     document.body.dataset.compareState = "ready";
   }
 
+  /** The page's colour key: one toggle per run, in the charts' colours. */
+  private renderKey(data: CompareResponse, lines: { label: string; color: string }[]): void {
+    for (const id of [...this.hiddenRuns]) if (!data.runs.some((r) => r.id === id)) this.hiddenRuns.delete(id);
+    const items = data.runs.map((run, i) => {
+      const li = el("li");
+      const button = el("button", { type: "button", className: "run-key-item", title: `Hide or show ${lines[i].label} in every chart` });
+      button.dataset.runId = String(run.id);
+      button.setAttribute("aria-pressed", String(!this.hiddenRuns.has(run.id)));
+      const swatch = el("span", { className: "swatch" });
+      swatch.style.background = lines[i].color;
+      button.append(swatch, el("span", { className: "run-key-label", textContent: lines[i].label }));
+      if (run.id === data.reference) button.append(el("span", { className: "ref-badge", textContent: "reference" }));
+      button.addEventListener("click", () => {
+        const show = this.hiddenRuns.has(run.id);
+        if (show) this.hiddenRuns.delete(run.id);
+        else this.hiddenRuns.add(run.id);
+        button.setAttribute("aria-pressed", String(show));
+        for (const chart of this.charts) chart.setRunShown(i, show);
+      });
+      li.append(button);
+      return li;
+    });
+    this.key.replaceChildren(...items);
+  }
+
   private clear(): void {
     for (const chart of this.charts) chart.destroy();
     this.charts = [];
@@ -138,10 +174,22 @@ class ComparePage {
     this.results.hidden = false; // visible before the charts are built, so they get their width
     const colors = data.runs.map((_, i) => paletteColor(i));
     const lines = data.runs.map((run, i) => ({ label: run.label || `#${run.id}`, color: colors[i] }));
-    groupedGrids(this.grid, this.catalog.groupBySection(data.metrics), (metric, grid) => {
+    this.renderKey(data, lines);
+    // A metric no selected run logged gets no chart, only a mention in one line.
+    const { charted, missing } = splitCharted(data.metrics, data.series, data.runs.map((r) => r.id));
+    this.leftOut.hidden = missing.length === 0;
+    this.leftOut.textContent = missing.length === 0 ? "" : `Not logged by these runs (no chart): ${listTitles(
+      missing.map((m) => this.catalog.title(m)))}.`;
+    const groups = this.catalog.groupBySection(charted);
+    groupedGrids(this.grid, groups, (metric, grid) => {
       const byRun = data.series[metric] ?? {};
       const aligned = alignSeries(data.runs.map((run) => byRun[String(run.id)]));
-      this.charts.push(new OverlayChart(grid, metric, this.catalog, data.x, lines, aligned, this.view.smooth));
+      const chart = new OverlayChart(grid, metric, this.catalog, data.x, lines, aligned, this.view.smooth);
+      data.runs.forEach((run, i) => this.hiddenRuns.has(run.id) && chart.setRunShown(i, false));
+      this.charts.push(chart);
+    });
+    this.grid.querySelectorAll<HTMLElement>(".chart-grid").forEach((grid) => {
+      grid.className = gridClass(grid.children.length);
     });
     renderSummary(this.summary, data, colors, this.catalog.summaryColumns());
     const differ = Object.entries(data.reference_mismatch ?? {});

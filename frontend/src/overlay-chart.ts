@@ -1,5 +1,7 @@
 // One metric of several runs overlaid in a single uPlot chart: one line per run
-// (EMA-smoothed when smoothing is on, with the raw points drawn faintly behind).
+// (EMA-smoothed when smoothing is on, with the raw points drawn faintly behind). The legend is
+// a tooltip of the hovered x's values, shown only while the cursor is on the plot (the page
+// shows the run colours once, in its key); the tooltip sits on the side away from the cursor.
 import uPlot from "uplot";
 import type { Aligned } from "./align";
 import type { MetricCatalog } from "./catalog";
@@ -125,6 +127,8 @@ export class OverlayChart {
         focus: { alpha: 0.35 },
         hooks: {
           draw: [() => drawnOnce()],
+          // Values on hover only: the legend shows while the cursor is on a point.
+          setCursor: [(u) => this.hover(u)],
           // A raw line follows its run's main line (legend toggles, synced charts).
           setSeries: [(u, idx, opts) => opts.show != null && this.syncRaw(u, idx)],
         },
@@ -136,6 +140,23 @@ export class OverlayChart {
     const rows = this.plot.root.querySelectorAll<HTMLElement>(".u-legend .u-series");
     for (let i = n + 1; i < rows.length; i++) rows[i].style.display = "none";
     this.observer = fitWidth(this.plot, plot, OVERLAY_HEIGHT);
+  }
+
+  /** Show the legend tooltip while a point is hovered, on the half of the plot away from the cursor. */
+  private hover(u: uPlot): void {
+    // Only the hovered chart: the charts' cursors move together (sync), their tooltips do not.
+    const on = u.cursor.idx != null && (u.cursor.left ?? -1) >= 0 && this.section.matches(":hover");
+    this.section.classList.toggle("hovering", on);
+    if (on) {
+      const right = (u.cursor.left ?? 0) < u.over.clientWidth / 2;
+      this.section.classList.toggle("legend-right", right);
+      this.section.classList.toggle("legend-left", !right);
+    }
+  }
+
+  /** Show or hide run `i`'s line (and its raw line): the page key's toggles. */
+  setRunShown(i: number, show: boolean): void {
+    if (this.plot.series[i + 1]?.show !== show) this.plot.setSeries(i + 1, { show });
   }
 
   /** [x, smoothed lines..., raw lines...] for the current smoothing. */

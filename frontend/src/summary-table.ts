@@ -1,7 +1,12 @@
 // The #summary table: one row per run, each summary value with its ratio to the reference run.
-// Columns (key, heading, which way is better) come from the page's metric catalogue.
+// Columns (key, heading, which way is better) come from the page's metric catalogue; a column no
+// selected run has a value in is left out, and counts (iterations) get no ratio.
+import { keptColumns, showsRatio, sourceTag } from "./compare-layout";
 import { formatCount, formatNumber, formatWithRatio } from "./format";
 import type { CompareResponse, SummaryColumnInfo } from "./types";
+
+/** A run of the answer with `sources`: `{column: metric read}` for two-metric columns (accuracy). */
+type RunWithSources = CompareResponse["runs"][number] & { sources?: Record<string, string> };
 
 /** Columns when the page has no catalogue: the API's keys, unformatted headings, no colouring. */
 function fallbackColumns(data: CompareResponse): SummaryColumnInfo[] {
@@ -31,7 +36,7 @@ export function renderSummary(
   colors: string[],
   columns: SummaryColumnInfo[],
 ): void {
-  const shown = columns.length > 0 ? columns : fallbackColumns(data);
+  const shown = keptColumns(columns.length > 0 ? columns : fallbackColumns(data), data.runs);
   const head = document.createElement("tr");
   // The run label already names team, experiment and policy.
   head.append(cell("th", "run"), cell("th", "state"));
@@ -39,6 +44,9 @@ export function renderSummary(
     const th = cell("th", heading, "num");
     th.dataset.col = key;
     if (metric) th.title = metric;
+    // A two-metric column: its heading's tooltip names what each tag means.
+    const read = [...new Set(data.runs.map((run) => (run as RunWithSources).sources?.[key]).filter(Boolean))];
+    if (read.length > 0) th.title = read.map((m) => sourceTag(m)?.long ?? m).join("; ");
     head.append(th);
   }
   const thead = document.createElement("thead");
@@ -69,11 +77,22 @@ export function renderSummary(
     }
     tr.append(name, cell("td", run.state ?? ""));
 
-    for (const { key, stat, better } of shown) {
+    for (const column of shown) {
+      const { key, stat, better } = column;
       const value = run.summary?.[key];
-      const ratio = run.ratios?.[key];
+      const ratio = columns.length === 0 || showsRatio(column) ? run.ratios?.[key] : null;
       const td = cell("td", formatWithRatio(value, ratio, stat === "count" ? formatCount : formatNumber), "num");
       td.dataset.col = key;
+      // A two-metric column says which it read: "val" (validation) or "train" accuracy.
+      const tag = value == null ? null : sourceTag((run as RunWithSources).sources?.[key]);
+      if (tag) {
+        const small = document.createElement("span");
+        small.className = "source";
+        small.textContent = tag.short;
+        small.title = tag.long;
+        td.dataset.source = tag.short;
+        td.prepend(small, " ");
+      }
       // Color a ratio that differs visibly (by 0.5% or more) from the reference.
       if (better !== "none" && typeof ratio === "number" && !isRef && Math.abs(ratio - 1) >= 0.005) {
         td.classList.add((ratio > 1) === (better === "higher") ? "better" : "worse");

@@ -8,8 +8,8 @@ from django.utils import timezone
 from compare.concurrency import concurrent_pairs
 from compare import stats as stats_mod
 from compare.stored import stored_per_run
-from compare.summary import (COLUMNS, applicable, config_diff, default_reference, ratios, reference_mismatch,
-                             summary_row)
+from compare.summary import (STAT_METRICS, applicable, config_diff, default_reference, ratios,
+                             reference_mismatch, summary_row, summary_sources)
 from runs.models import Run
 from runs.selectors import visible_runs
 from telemetry.series import MAX_POINTS_LIMIT, X_AXES, metric_names, names_per_run, series_points, shape_series
@@ -84,12 +84,13 @@ def build_comparison(user, run_ids: list[int], metrics: list[str] | None = None,
         raise ValueError(f"x must be one of {', '.join(X_AXES)}")
     if not 2 <= max_points <= MAX_POINTS_LIMIT:
         raise ValueError(f"max_points must be between 2 and {MAX_POINTS_LIMIT}")
-    stats = _stats(list(configs), sorted({m for m, _ in COLUMNS.values()}), versions)
+    stats = _stats(list(configs), STAT_METRICS, versions)
     if reference is None:
         reference = default_reference(configs, with_data=set(stats))
     elif reference not in configs:
         raise ValueError("reference must be one of the compared runs")
     rows = {r.pk: applicable(summary_row(stats.get(r.pk, {})), r.config) for r in runs}
+    sources = {r.pk: summary_sources(stats.get(r.pk, {})) for r in runs}
     series = shape_series(stored_per_run(
         f"series-{max_points}", list(configs), metrics, versions,
         lambda runs, parts: series_points(runs, parts, max_points, versions=versions)), list(configs), x)
@@ -99,7 +100,8 @@ def build_comparison(user, run_ids: list[int], metrics: list[str] | None = None,
         "concurrent": concurrent_pairs(runs, timezone.now()),
         "runs": [{"id": r.pk, "label": label(r), "team": r.experiment.team.slug, "experiment": r.experiment.name,
                   "policy": r.config.get("rollout_policy"), "state": r.state, "url": f"/runs/{r.pk}/",
-                  "summary": rows[r.pk], "ratios": ratios(rows[r.pk], rows[reference])} for r in runs],
+                  "summary": rows[r.pk], "sources": sources[r.pk],
+                  "ratios": ratios(rows[r.pk], rows[reference], sources[r.pk], sources[reference])} for r in runs],
         "config_diff": {"keys": (d := config_diff(configs))["keys"],
                         "values": {str(k): v for k, v in d["values"].items()}},
         "series": {m: {str(r): s for r, s in by_run.items()} for m, by_run in series.items()},
@@ -107,11 +109,12 @@ def build_comparison(user, run_ids: list[int], metrics: list[str] | None = None,
 
 
 def store_derived(run_id: int, max_points: int) -> int:
-    """Compute and store an ended run's series of every metric it logged (at ``max_points``)
-    and its summary statistics; what a comparison then reads. Returns the number of series."""
+    """Compute and store an ended run's series of every metric it logged (at ``max_points``),
+    its summary statistics and its reward extras' names; what a comparison then reads. Returns the number of series."""
     names = metric_names([run_id])
     versions = run_versions([run_id])
     stored_per_run(f"series-{max_points}", [run_id], names, versions,
                    lambda runs, parts: series_points(runs, parts, max_points, versions=versions))
-    _stats([run_id], sorted({m for m, _ in COLUMNS.values()}), versions)
+    _stats([run_id], STAT_METRICS, versions)
+    reward_extras([run_id], versions)  # the metric picker's names: else the first comparison's slowest query
     return len(names)

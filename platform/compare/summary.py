@@ -8,6 +8,10 @@ from umbra.telemetry.summary_columns import SUMMARY_COLUMNS
 
 # Summary column -> (metric name, statistic), as defined once in umbra.telemetry.summary_columns.
 COLUMNS: dict[str, tuple[str, str]] = {c.key: (c.metric, c.stat) for c in SUMMARY_COLUMNS}
+# Every metric a summary column reads (its own and its fallback): the statistics to compute.
+STAT_METRICS: list[str] = sorted({m for c in SUMMARY_COLUMNS for m in c.metrics})
+# Columns that read one of two metrics (accuracy: validation, else training).
+_TWO_SOURCES = [c for c in SUMMARY_COLUMNS if c.fallback]
 # Config keys that choose the rollout policy: runs differing only in these share a config.
 POLICY_KEYS = frozenset({"rollout_policy", "chunk_tokens", "seer_divided", "seer_context_aware", "seer_length_history",
                          "spec_decoding", "spec_history"})
@@ -19,10 +23,17 @@ def summary_row(stats: dict[str, dict[str, float]]) -> dict[str, float | None]:
     """``stats`` is ``{metric: {"median", "last", "count"}}`` of one run; returns one
     value per summary column (None when the run logged no such metric)."""
     row: dict[str, float | None] = {}
-    for column, (metric, stat) in COLUMNS.items():
-        s = stats.get(metric)
-        row[column] = None if s is None else s[stat]
+    for column in SUMMARY_COLUMNS:
+        metric = column.source(stats)
+        row[column.key] = None if metric is None else stats[metric][column.stat]
     return row
+
+
+def summary_sources(stats: dict[str, dict[str, float]]) -> dict[str, str]:
+    """``{column: metric}`` for the columns that read one of two metrics and found one in
+    ``stats`` (``{"accuracy": "val/accuracy"}`` or ``"reward/accuracy"``), so a reader can
+    tell validation accuracy from training accuracy."""
+    return {c.key: m for c in _TWO_SOURCES if (m := c.source(stats)) is not None}
 
 
 # A reference value this close to 0 gives no meaningful ratio (1e-3 tok/s, 0.0001 reward...).
@@ -37,12 +48,17 @@ def applicable(row: dict[str, float | None], config: dict[str, Any]) -> dict[str
     return {k: (None if k in NEEDS_CONFIG and not config.get(NEEDS_CONFIG[k]) else v) for k, v in row.items()}
 
 
-def ratios(row: dict[str, float | None], reference: dict[str, float | None]) -> dict[str, float | None]:
-    """``row / reference`` per column, None where either is missing or the reference is near 0."""
+def ratios(row: dict[str, float | None], reference: dict[str, float | None],
+           sources: dict[str, str] | None = None, reference_sources: dict[str, str] | None = None
+           ) -> dict[str, float | None]:
+    """``row / reference`` per column, None where either is missing or the reference is near 0,
+    and where the two read different metrics (``sources``: validation vs training accuracy)."""
+    sources, reference_sources = sources or {}, reference_sources or {}
     out: dict[str, float | None] = {}
     for column in COLUMNS:
         a, b = row.get(column), reference.get(column)
-        out[column] = None if a is None or b is None or abs(b) < NEAR_ZERO else a / b
+        apart = sources.get(column) != reference_sources.get(column)
+        out[column] = None if a is None or b is None or abs(b) < NEAR_ZERO or apart else a / b
     return out
 
 

@@ -33,12 +33,18 @@ def compare_page(request):
         kept = [(k, v) for k in request.GET for v in request.GET.getlist(k) if v != ""]
         return redirect(f"{request.path}?{urlencode(kept)}" if kept else request.path)
     picker = RunFilter(request.GET, queryset=visible_runs(request.user).order_by("-created_at", "-pk"))
-    candidates = list(picker.qs[:PICKER_LIMIT]) if picker.is_valid() else []
+    # The latest PICKER_LIMIT runs; when more match, the page says so (never drops them silently).
+    candidates = list(picker.qs[:PICKER_LIMIT + 1]) if picker.is_valid() else []
+    matching = len(candidates)
+    if matching > PICKER_LIMIT:
+        candidates = candidates[:PICKER_LIMIT]
+        matching = picker.qs.count()
     selected = _selected_ids(request)
     teams = Team.objects.filter(experiments__in=visible_experiments(request.user)).distinct().order_by("name")
     shown = {r.pk for r in candidates}
     return render(request, "compare/compare.html", {
-        "picker": picker, "candidates": candidates, "selected": selected,
+        "picker": picker, "candidates": candidates, "selected": selected, "matching": matching,
+        "picker_limit": PICKER_LIMIT, "truncated": matching > len(candidates),
         "view_params": [(k, request.GET[k]) for k in ("x", "smooth", "metrics") if request.GET.get(k)],
         "hidden_selected": [i for i in selected if i not in shown], "policies": POLICIES, "teams": teams,
         "states": Run.State.choices, "my_teams": teams_of(request.user)})

@@ -1,8 +1,11 @@
 """Headless Chromium compares a run of the user's team with an org-visible run of
 another team: both are overlaid, the smoothing slider goes into the URL, and that
-URL restores the view in a new page; a run the user may not see shows the API's error."""
+URL restores the view in a new page; a run the user may not see shows the API's error.
+Legends show values on hover only (the page's key names the runs once), a metric no run
+logged gets no chart, and empty summary columns are left out."""
 import os
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -11,6 +14,7 @@ CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 THROUGHPUT = "rollout/throughput_tok_s"
 REWARD = "reward/mean"
 POINTS = 50
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "var" / "screenshots"
 
 
 @pytest.fixture
@@ -38,10 +42,20 @@ def two_runs(team_user):
 
 
 def _legend_labels(page, metric):
-    """The run labels shown in a chart's legend (the x row and the hidden raw-series rows left out)."""
-    return page.eval_on_selector_all(
+    """The run labels shown in a chart's legend while its plot is hovered (the x row and the
+    hidden raw-series rows left out); no legend is shown before or after the hover."""
+    from playwright.sync_api import expect
+
+    chart = page.locator(f'.compare-chart[data-metric="{metric}"]')
+    expect(chart.locator(".u-legend")).to_be_hidden()
+    chart.locator(".u-over").hover()
+    expect(chart.locator(".u-legend")).to_be_visible()
+    labels = page.eval_on_selector_all(
         f'.compare-chart[data-metric="{metric}"] .u-legend .u-series',
         "rows => rows.slice(1).filter(r => r.offsetParent !== null).map(r => r.querySelector('.u-label').textContent)")
+    page.mouse.move(0, 0)
+    expect(chart.locator(".u-legend")).to_be_hidden()
+    return labels
 
 
 def _login(page, live_web, path):
@@ -86,7 +100,29 @@ def test_two_runs_overlaid_and_smoothing_kept_in_url(live_web, two_runs):
             expect(chart).to_have_attribute("data-points", str(2 * POINTS))
             assert _legend_labels(page, metric) == [label_a, label_b]
         assert page.evaluate("typeof window.__compareDrawMs") == "number"
+        # One colour key for the page; no chart for a default metric neither run logged.
+        assert page.locator("#run-key .run-key-label").all_text_contents() == [label_a, label_b]
+        expect(page.locator('.compare-chart[data-metric="rollout/spec/accept_len"]')).to_have_count(0)
+        expect(page.locator("#left-out")).to_contain_text("accept len")
+        # A lone chart of its section spans the row: as wide as the section.
+        widths = page.evaluate("""() => { const c = document.querySelector('.compare-chart[data-metric="reward/mean"]');
+            return [c.getBoundingClientRect().width, c.closest('.chart-grid').getBoundingClientRect().width]; }""")
+        assert widths[0] >= widths[1] - 1, widths
+        # The key hides a run in every chart and shows it again.
+        page.click(f'#run-key button[data-run-id="{b.pk}"]')
+        expect(page.locator(f'#run-key button[data-run-id="{b.pk}"]')).to_have_attribute("aria-pressed", "false")
+        assert _legend_labels(page, THROUGHPUT) == [label_a]
+        page.click(f'#run-key button[data-run-id="{b.pk}"]')
+        # What a hover shows (looked at before a UI change is called done).
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        page.locator(f'.compare-chart[data-metric="{THROUGHPUT}"] .u-over').hover(position={"x": 120, "y": 60})
+        page.locator(f'.compare-chart[data-metric="{THROUGHPUT}"]').screenshot(path=str(SCREENSHOTS / "compare-hover.png"))
+        page.mouse.move(0, 0)
         expect(page.locator("#summary tbody tr")).to_have_count(2)
+        # Columns no run has are left out; a count (iterations) gets no ratio.
+        expect(page.locator('#summary th[data-col="accept_len"]')).to_have_count(0)
+        expect(page.locator('#summary th[data-col="accuracy"]')).to_have_count(0)
+        expect(page.locator('#summary th[data-col="iterations"]')).to_have_count(0)  # no iteration/time_s here
         expect(page.locator("#summary tr.reference")).to_have_attribute("data-run-id", str(a.pk))
         expect(page.locator(f'#summary tr[data-run-id="{b.pk}"] td[data-col="throughput_tok_s"]')).to_contain_text("×)")
         expect(page.locator('#config-diff tbody tr[data-key="rollout_policy"]')).to_have_count(1)
@@ -109,6 +145,45 @@ def test_two_runs_overlaid_and_smoothing_kept_in_url(live_web, two_runs):
         for metric in (THROUGHPUT, REWARD):
             expect(again.locator(f'.compare-chart[data-metric="{metric}"]')).to_have_attribute("data-points", str(2 * POINTS))
             assert _legend_labels(again, metric) == [label_a, label_b]
+        assert errors == []
+        browser.close()
+
+
+def test_summary_labels_accuracy_and_fits_a_narrow_window(live_web, two_runs):
+    """Accuracy reads validation accuracy where a run has it ("val") and training accuracy
+    otherwise ("train"), with no ratio between the two; iterations get no ratio; at 800 px the
+    page does not scroll sideways (the summary scrolls in its card) and "State" stays with its select."""
+    from playwright.sync_api import expect, sync_playwright
+    from telemetry.models import MetricPoint
+
+    a, b = two_runs
+    MetricPoint.objects.bulk_create(
+        [MetricPoint(run=run, name="iteration/time_s", step=s, value=5.0) for run in (a, b) for s in range(POINTS)]
+        + [MetricPoint(run=a, name="val/accuracy", step=s, value=0.5 + s / 1000) for s in range(0, POINTS, 10)]
+        + [MetricPoint(run=run, name="reward/accuracy", step=s, value=0.3) for run in (a, b) for s in range(POINTS)])
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    with sync_playwright() as pw:
+        browser = _launch(pw)
+        page = browser.new_page(viewport={"width": 800, "height": 900})
+        errors = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        _login(page, live_web, f"/compare/?runs={a.pk},{b.pk}")
+        _drawn(page)
+        acc_a = page.locator(f'#summary tr[data-run-id="{a.pk}"] td[data-col="accuracy"]')
+        acc_b = page.locator(f'#summary tr[data-run-id="{b.pk}"] td[data-col="accuracy"]')
+        expect(acc_a).to_have_attribute("data-source", "val")
+        expect(acc_a).to_contain_text("0.540")
+        expect(acc_b).to_have_attribute("data-source", "train")
+        expect(acc_b).not_to_contain_text("×")  # training vs validation: no ratio
+        expect(page.locator(f'#summary tr[data-run-id="{b.pk}"] td[data-col="iterations"]')).to_have_text("50")
+        expect(page.locator(f'#summary tr[data-run-id="{b.pk}"] td[data-col="throughput_tok_s"]')).to_contain_text("×)")
+
+        overflow = page.evaluate("document.scrollingElement.scrollWidth - window.innerWidth")
+        assert overflow <= 0, f"the page scrolls sideways by {overflow} px"
+        state = page.locator(".picker-filters label", has_text="State")
+        label_box, select_box = state.bounding_box(), state.locator("select").bounding_box()
+        assert label_box["height"] < 40 and select_box["y"] < label_box["y"] + label_box["height"] and select_box["x"] > label_box["x"]
+        assert page.evaluate("getComputedStyle(document.querySelector('.picker-filters input[name=tag]')).fontSize") == "13px"
         assert errors == []
         browser.close()
 

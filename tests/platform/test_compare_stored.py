@@ -41,7 +41,7 @@ def test_an_ended_runs_series_and_stats_are_read_from_storage(api):
     ended = _run(api.team, Run.State.SUCCEEDED, [100.0, 110.0, 120.0])
     running = _run(api.team, Run.State.RUNNING, [50.0, 60.0])
     assert warm_run_caches(ended.pk) >= 1  # what the run's end does
-    assert set(StoredDerived.objects.filter(run=ended).values_list("kind", flat=True)) == {"series-1500", "stats"}
+    assert set(StoredDerived.objects.filter(run=ended).values_list("kind", flat=True)) == {"series-1500", "stats", "names"}
     first = _compare(api, ended, running)
     assert not StoredDerived.objects.filter(run=running).exists()
     MetricPoint.objects.filter(run=ended).delete()  # only the stored rows can answer now

@@ -6,6 +6,7 @@ with the metric catalogue). Titles and which way is better come from the catalog
 """
 from __future__ import annotations
 
+from collections.abc import Container
 from dataclasses import dataclass
 from typing import Literal
 
@@ -19,11 +20,24 @@ _STAT_WORDS = {"median": "median", "last": "final"}
 class SummaryColumn:
     """``key`` in the API's ``summary`` / ``ratios``; ``stat`` over the run's points of
     ``metric``: ``median`` (damps the first iteration's warm-up), ``last`` (the value at the
-    highest step) or ``count`` (points, i.e. iterations done)."""
+    highest step) or ``count`` (points, i.e. iterations done). A run without ``metric`` is read
+    from ``fallback`` when given (validation accuracy, else training accuracy); ``label``
+    replaces the metric's label in the title (a column of two metrics)."""
 
     key: str
     metric: str
     stat: Stat
+    fallback: str | None = None
+    label: str | None = None
+
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        """The metrics the column reads, preferred first."""
+        return (self.metric,) if self.fallback is None else (self.metric, self.fallback)
+
+    def source(self, logged: Container[str]) -> str | None:
+        """The metric this column reads for a run that logged ``logged``; None if neither."""
+        return next((m for m in self.metrics if m in logged), None)
 
     @property
     def title(self) -> str:
@@ -31,7 +45,7 @@ class SummaryColumn:
         if self.stat == "count":
             return "iterations"
         m = catalog.get(self.metric)
-        return f"{m.label} {m.unit}".strip()
+        return f"{self.label or m.label} {m.unit}".strip()
 
     @property
     def better(self) -> catalog.Better:
@@ -49,9 +63,12 @@ SUMMARY_COLUMNS: tuple[SummaryColumn, ...] = (
     SummaryColumn("tail_time_s", "rollout/tail_time_s", "median"),
     SummaryColumn("accept_len", "rollout/spec/accept_len", "median"),
     SummaryColumn("reward", "reward/mean", "last"),
-    SummaryColumn("accuracy", "reward/accuracy", "last"),
+    # validation accuracy where the run validated (val/accuracy), else training accuracy; the API
+    # says which per run (``sources``) and the page labels the two apart
+    SummaryColumn("accuracy", "val/accuracy", "last", fallback="reward/accuracy", label="accuracy"),
     SummaryColumn("iterations", catalog.ITERATION_METRIC, "count"),
 )
 for _column in SUMMARY_COLUMNS:  # a renamed metric fails here (KeyError), at import, not as an empty column
-    catalog.get(_column.metric)
-del _column
+    for _name in _column.metrics:
+        catalog.get(_name)
+del _column, _name

@@ -32,7 +32,7 @@ from django.test import Client
 
 from compare.services import store_derived
 from compare.stats import run_stats
-from compare.summary import COLUMNS
+from compare.summary import STAT_METRICS
 from runs.models import Experiment, Run
 from teams.models import Membership, Team
 from telemetry.models import MetricPoint
@@ -91,6 +91,13 @@ class Command(BaseCommand):
             run = Run.objects.create(experiment=exp, state=Run.State.SUCCEEDED,
                                      config={"model": "tiny", "rollout_policy": policy, "seed": r})
             ids.append(run.pk)
+            if connection.vendor == "postgresql":  # one statement a run: seconds, not minutes, on a busy machine
+                with connection.cursor() as cur:
+                    cur.execute("""INSERT INTO telemetry_metricpoint (run_id, name, step, value, wall_time)
+                                   SELECT %s, m, s, 100 + 10 * sin(s / 50.0 + %s) + CASE WHEN s = 7777 THEN 200 ELSE 0 END, now()
+                                   FROM unnest(%s::text[]) m, generate_series(0, %s - 1) s""",
+                                [run.pk, r, METRICS[:opts["metrics"]], opts["points"]])
+                continue
             rows = [MetricPoint(run=run, name=name, step=s, value=100 + 10 * math.sin(s / 50 + r) + (200 if s == 7777 else 0))
                     for name in METRICS[:opts["metrics"]] for s in range(opts["points"])]
             MetricPoint.objects.bulk_create(rows, batch_size=20_000)
@@ -125,7 +132,7 @@ class Command(BaseCommand):
         for _ in range(min(opts["repeat"], 3)):
             t0 = time.perf_counter()
             series_of(run_ids, METRICS[:opts["metrics"]], max_points=opts["max_points"], cached=False)
-            run_stats(run_ids, sorted({m for m, _ in COLUMNS.values()}), cached=False)
+            run_stats(run_ids, STAT_METRICS, cached=False)
             uncached.append(time.perf_counter() - t0)
         return {"api_cold_ms": round(times[0] * 1000, 1), "stored_at_run_end_ms_per_run": self.store_ms,
                 "api_warm_median_ms": round(statistics.median(counted) * 1000, 1),
