@@ -3,6 +3,7 @@ import { defineConfig, type EnvironmentOptions } from "vite";
 
 // Builds each page's entry into fixed-name files that Django serves as static
 // assets (ES module scripts: include them with <script type="module">):
+//   src/ui.css       -> platform/static/build/ui.css (the site-wide look; base.html links it on every page)
 //   src/dashboard.ts -> platform/static/build/dashboard.js + dashboard.css (run dashboard)
 //   src/compare.ts   -> platform/static/build/compare.js + compare.css (run comparison)
 //   src/whatif.ts    -> platform/static/build/whatif.js + whatif.css (what-if simulations)
@@ -11,7 +12,7 @@ import { defineConfig, type EnvironmentOptions } from "vite";
 // (no shared chunk to load, and uPlot's CSS lands in both CSS files).
 const OUT_DIR = "../platform/static/build";
 
-function page(name: string, emptyOutDir: boolean): EnvironmentOptions {
+function page(name: string, emptyOutDir: boolean, input = `src/${name}.ts`): EnvironmentOptions {
   return {
     consumer: "client",
     build: {
@@ -19,7 +20,7 @@ function page(name: string, emptyOutDir: boolean): EnvironmentOptions {
       emptyOutDir,
       sourcemap: false,
       rolldownOptions: {
-        input: `src/${name}.ts`,
+        input,
         output: {
           entryFileNames: `${name}.js`,
           chunkFileNames: `${name}-[name].js`,
@@ -36,7 +37,7 @@ export default defineConfig({
   // "client" is vite's default environment: the dashboard, built first (it empties the folder).
   environments: {
     client: page("dashboard", true), compare: page("compare", false), whatif: page("whatif", false),
-    runs: page("runs", false),
+    runs: page("runs", false), ui: page("ui", false, "src/ui.css"),
   },
   builder: {
     async buildApp(builder) {
@@ -44,6 +45,7 @@ export default defineConfig({
       await builder.build(builder.environments.compare);
       await builder.build(builder.environments.whatif);
       await builder.build(builder.environments.runs);
+      await builder.build(builder.environments.ui);
     },
   },
 });

@@ -1,13 +1,90 @@
-// What-if page charts (ours): one latency-CDF overlay across policies, and each policy's
-// instance timeline as a band (min / median / max running requests across instances)
-// with the per-instance lines on demand, under a one-line legend.
+// What-if page charts (ours): bars of one value per policy (each with its value written on it),
+// one latency-CDF overlay across policies, and each policy's instance timeline as a band
+// (min / median / max running requests across instances) with the per-instance lines on
+// demand, under a one-line legend.
 import uPlot from "uplot";
 import { alignSeries } from "./align";
 import { latencyCdf } from "./cdf";
 import { CHART_HEIGHT, chartSection, fitWidth } from "./charts";
+import { formatNumber, formatRatio } from "./format";
 import { paletteColor } from "./palette";
 import { instanceColor, instanceOccupancy } from "./timeline";
 import type { Trace } from "./types";
+
+/** A bar's policy name, broken after its first hyphen when long ("seer-no-spec" -> "seer-\nno-spec"),
+ * so that neighbouring labels do not overlap. */
+export function barLabel(name: string): string {
+  const cut = name.indexOf("-");
+  return name.length > 10 && cut > 0 ? `${name.slice(0, cut + 1)}\n${name.slice(cut + 1)}` : name;
+}
+
+/** The text written over a bar: a ratio as "1.19×", a plain value as formatNumber does; "—" without one. */
+export function barValueText(v: number | null | undefined, ratio: boolean): string {
+  if (v === null || v === undefined || !Number.isFinite(v)) return "—";
+  return ratio ? formatRatio(v) : formatNumber(v);
+}
+
+/** The heights bars are drawn at: a positive value below `minFrac` of the axis top (`top`) is
+ * raised to it so that a tiny bar (0.01 of 1) stays visible; zero, negative and missing stay 0. */
+export function visibleBarHeights(values: (number | null | undefined)[], top: number, minFrac = 0.02): number[] {
+  const floor = top * minFrac;
+  return values.map((v) => (v === null || v === undefined || !Number.isFinite(v) || v <= 0 ? 0 : Math.max(v, floor)));
+}
+
+/** The top of a bar chart's y axis: room above the tallest bar for its value label (at least 1.1, for ratios near 1). */
+export function barTop(values: (number | null | undefined)[], ratio: boolean): number {
+  const max = Math.max(0, ...values.map((v) => (v === null || v === undefined || !Number.isFinite(v) ? 0 : v)));
+  return ratio ? Math.max(1.1, max * 1.18) : max > 0 ? max * 1.18 : 1;
+}
+
+/** Bars of one value per policy (x = policy index), each with its value written above it;
+ * `ratio`: the values are ratios to a reference policy (written "1.19×"). */
+export function barChart(parent: HTMLElement, title: string, names: string[], values: (number | null)[],
+  ratio: boolean): HTMLElement {
+  const { section, plot } = chartSection(title);
+  section.classList.add("bars");
+  parent.append(section);
+  const top = barTop(values, ratio);
+  const heights = visibleBarHeights(values, top);
+  const color = paletteColor(0);
+  const drawValues = (u: uPlot) => {
+    const ctx = u.ctx;
+    const px = uPlot.pxRatio;
+    ctx.save();
+    ctx.font = `${12 * px}px system-ui, sans-serif`;
+    ctx.textAlign = "center";
+    ctx.textBaseline = "bottom";
+    ctx.fillStyle = "#1e293b";
+    names.forEach((_, i) => {
+      const x = u.valToPos(i, "x", true);
+      const y = u.valToPos(heights[i], "y", true);
+      ctx.fillText(barValueText(values[i], ratio), x, y - 3 * px);
+    });
+    ctx.restore();
+  };
+  const u = new uPlot(
+    {
+      width: Math.max(plot.clientWidth, 200),
+      height: CHART_HEIGHT,
+      legend: { show: false },
+      cursor: { show: false },
+      scales: { x: { time: false, range: [-0.5, names.length - 0.5] }, y: { range: [0, top] } },
+      axes: [
+        { values: (_u, splits) => splits.map((s) => (Number.isInteger(s) && names[s] !== undefined ? barLabel(names[s]) : "")),
+          size: 52, font: "12px system-ui, sans-serif", grid: { show: false } },
+        { size: 60, values: (_u, splits) => splits.map((s) => (ratio ? `${+s.toFixed(4)}×` : formatNumber(s))) },
+      ],
+      series: [{}, { label: title, stroke: color, fill: color + "99", paths: uPlot.paths.bars!({ size: [0.6, 80] }),
+        points: { show: false } }],
+      hooks: { draw: [drawValues] },
+    },
+    [names.map((_, i) => i), heights],
+    plot,
+  );
+  fitWidth(u, plot);
+  section.dataset.values = values.map((v) => barValueText(v, ratio)).join(" ");
+  return section;
+}
 
 /** Per-x min, median and max of the per-instance counts (`ys`: one array per instance). */
 export function occupancyBand(ys: ArrayLike<number>[], length: number): [number[], number[], number[]] {

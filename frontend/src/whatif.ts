@@ -1,13 +1,11 @@
-// Entry point of a what-if simulation page: polls the simulation until it ends, then
-// draws per-policy bars (throughput and tail time relative to static-group), a summary
-// table, one latency-CDF overlay of every policy and each policy's instance-timeline band.
+// Entry point of a what-if simulation page: polls the simulation until it ends (the title's
+// state badge follows it), then draws a summary table (ratio columns only for the reference
+// policies that ran), per-policy bars (throughput and tail time relative to static-group, else
+// verl, else absolute), one latency-CDF overlay of every policy and each policy's instance-timeline band.
 import "uplot/dist/uPlot.min.css";
 import "./dashboard.css";
-import uPlot from "uplot";
-import { CHART_HEIGHT, chartSection, fitWidth } from "./charts";
 import { formatNumber, formatRatio } from "./format";
-import { paletteColor } from "./palette";
-import { bandTimeline, cdfOverlay } from "./whatif-charts";
+import { barChart, bandTimeline, cdfOverlay } from "./whatif-charts";
 import "./whatif.css";
 import type { Trace } from "./types";
 
@@ -36,18 +34,30 @@ interface SimulationResponse {
   } | null;
 }
 
-const COLUMNS: [keyof PolicyRow, string, (v: number | null | undefined) => string][] = [
-  ["rollout_time_s", "rollout s", formatNumber],
-  ["throughput_tok_s", "tok/s", formatNumber],
-  ["tail_time_s", "tail s", formatNumber],
-  ["idle_frac", "idle frac", formatNumber],
-  ["migrations", "migrations", formatNumber],
-  ["preemptions", "preemptions", formatNumber],
-  ["throughput_vs_verl", "throughput vs verl", formatRatio],
-  ["tail_vs_verl", "tail vs verl", formatRatio],
-  ["throughput_vs_static", "throughput vs static", formatRatio],
-  ["tail_vs_static", "tail vs static", formatRatio],
+type Column = [keyof PolicyRow, string, (v: number | null | undefined) => string];
+
+/** A ratio's cell: "1.19×", "—" without one (a reference without a tail gives none). */
+const ratioCell = (v: number | null | undefined) => formatRatio(v) || "—";
+
+const COLUMNS: Column[] = [
+  ["rollout_time_s", "Rollout (s)", formatNumber],
+  ["throughput_tok_s", "Throughput (tok/s)", formatNumber],
+  ["tail_time_s", "Tail (s)", formatNumber],
+  ["idle_frac", "Idle frac", formatNumber],
+  ["migrations", "Migrations", formatNumber],
+  ["preemptions", "Preemptions", formatNumber],
 ];
+// Ratio columns: [reference policy, its columns]; drawn only when the reference is in the result.
+const RATIO_COLUMNS: [string, Column[]][] = [
+  ["verl", [["throughput_vs_verl", "Throughput vs verl", ratioCell], ["tail_vs_verl", "Tail vs verl", ratioCell]]],
+  ["static-group", [["throughput_vs_static", "Throughput vs static-group", ratioCell],
+    ["tail_vs_static", "Tail vs static-group", ratioCell]]],
+];
+
+/** The table's columns: the plain ones, then the ratios to each reference policy that ran. */
+export function summaryColumns(policies: Record<string, unknown>): Column[] {
+  return [...COLUMNS, ...RATIO_COLUMNS.filter(([ref]) => ref in policies).flatMap(([, cols]) => cols)];
+}
 
 /** The results table; a "measured" row first when the workload is a run's trace. */
 export function summaryTable(
@@ -55,63 +65,61 @@ export function summaryTable(
   order: string[],
   measured: Record<string, number> | null,
 ): HTMLTableElement {
+  const columns = summaryColumns(policies);
   const table = document.createElement("table");
   table.id = "whatif-summary";
-  const head = table.insertRow();
-  for (const label of ["policy", ...COLUMNS.map((c) => c[1])]) {
+  table.className = "table";
+  const head = table.createTHead().insertRow();
+  for (const label of ["Policy", ...columns.map((c) => c[1])]) {
     const th = document.createElement("th");
+    th.scope = "col";
     th.textContent = label;
+    if (label !== "Policy") th.className = "num";
     head.append(th);
   }
+  const body = table.createTBody();
+  const row = (name: string, label: string) => {
+    const tr = body.insertRow();
+    tr.dataset.policy = name;
+    const th = document.createElement("th");
+    th.scope = "row";
+    th.textContent = label;
+    tr.append(th);
+    return tr;
+  };
+  const cell = (tr: HTMLTableRowElement, text: string) => {
+    const td = tr.insertCell();
+    td.className = "num";
+    td.textContent = text;
+  };
   if (measured) {
-    const tr = table.insertRow();
-    tr.dataset.policy = "measured";
-    tr.insertCell().textContent = "measured (real run)";
-    for (const [key] of COLUMNS) {
+    const tr = row("measured", "measured (real run)");
+    for (const [key] of columns) {
       const v = key === "rollout_time_s" ? measured["rollout/time_s"] : key === "throughput_tok_s"
         ? measured["rollout/throughput_tok_s"] : key === "tail_time_s" ? measured["rollout/tail_time_s"] : undefined;
-      tr.insertCell().textContent = formatNumber(v);
+      cell(tr, formatNumber(v));
     }
   }
   for (const name of order) {
-    const row = policies[name];
-    const tr = table.insertRow();
-    tr.dataset.policy = name;
-    tr.insertCell().textContent = name;
-    for (const [key, , fmt] of COLUMNS) tr.insertCell().textContent = fmt(row[key] as number | null | undefined);
+    const r = policies[name];
+    const tr = row(name, name);
+    for (const [key, , fmt] of columns) cell(tr, fmt(r[key] as number | null | undefined));
   }
   return table;
 }
 
-/** A bar's policy name, broken after its first hyphen when long ("seer-no-spec" -> "seer-\nno-spec"),
- * so that neighbouring labels do not overlap. */
-export function barLabel(name: string): string {
-  const cut = name.indexOf("-");
-  return name.length > 10 && cut > 0 ? `${name.slice(0, cut + 1)}\n${name.slice(cut + 1)}` : name;
-}
-
-/** Bars of one value per policy (x = policy index). */
-function barChart(parent: HTMLElement, title: string, names: string[], values: number[]): void {
-  const { section, plot } = chartSection(title);
-  section.classList.add("bars");
-  parent.append(section);
-  const bars = uPlot.paths.bars!({ size: [0.6, 80] });
-  const u = new uPlot(
-    {
-      width: Math.max(plot.clientWidth, 200),
-      height: CHART_HEIGHT,
-      scales: { x: { time: false, range: [-0.5, names.length - 0.5] }, y: { range: (_u, _min, max) => [0, Math.max(1.1, max * 1.15)] } },
-      axes: [
-        { values: (_u, splits) => splits.map((s) => (Number.isInteger(s) && names[s] !== undefined ? barLabel(names[s]) : "")),
-          size: 52, font: "12px system-ui, sans-serif" },
-        { size: 60 },
-      ],
-      series: [{}, { label: title, stroke: paletteColor(0), fill: paletteColor(0) + "99", paths: bars, points: { show: false } }],
-    },
-    [names.map((_, i) => i), values],
-    plot,
-  );
-  fitWidth(u, plot);
+/** The bar charts: throughput and tail time relative to static-group, else to verl, else as they are. */
+function bars(grid: HTMLElement, policies: Record<string, PolicyRow>, names: string[]): void {
+  const ref = "static-group" in policies ? "static-group" : "verl" in policies ? "verl" : null;
+  if (ref === null) {
+    barChart(grid, "Throughput (tok/s)", names, names.map((n) => policies[n].throughput_tok_s), false);
+    barChart(grid, "Tail time (s)", names, names.map((n) => policies[n].tail_time_s), false);
+    return;
+  }
+  const suffix = ref === "verl" ? "verl" : "static";
+  const key = (what: string) => `${what}_vs_${suffix}` as keyof PolicyRow;
+  barChart(grid, `Throughput vs ${ref}`, names, names.map((n) => (policies[n][key("throughput")] as number | null) ?? null), true);
+  barChart(grid, `Tail time vs ${ref}`, names, names.map((n) => (policies[n][key("tail")] as number | null) ?? null), true);
 }
 
 function render(root: HTMLElement, sim: SimulationResponse, measured: Record<string, number> | null): void {
@@ -130,8 +138,7 @@ function render(root: HTMLElement, sim: SimulationResponse, measured: Record<str
   scroll.setAttribute("aria-label", "results per policy");
   scroll.append(summaryTable(res.policies, names, measured));
   root.append(scroll, grid, overlay, timelines);
-  barChart(grid, "throughput vs static-group", names, names.map((n) => res.policies[n].throughput_vs_static ?? 0));
-  barChart(grid, "tail time vs static-group", names, names.map((n) => res.policies[n].tail_vs_static ?? 0));
+  bars(grid, res.policies, names);
   const traced = names.filter((n) => res.charts[n]).map((n) => [n, res.charts[n]] as [string, Trace]);
   if (traced.length > 0) cdfOverlay(overlay, traced);
   for (const [name, trace] of traced) bandTimeline(timelines, name, trace);
@@ -149,7 +156,10 @@ async function main(): Promise<void> {
   for (;;) {
     const resp = await fetch(host.dataset.url!, { headers: { Accept: "application/json" } });
     const sim = (await resp.json()) as SimulationResponse;
-    if (state) state.textContent = sim.state;
+    if (state) {
+      state.textContent = sim.state;
+      state.className = `badge state-${sim.state}`;
+    }
     if (sim.state === "done" && sim.results) {
       render(root, sim, measured);
       host.dataset.ready = "1";
@@ -167,4 +177,4 @@ async function main(): Promise<void> {
   }
 }
 
-void main();
+if (typeof document !== "undefined") void main();  // not under the unit tests (node)

@@ -50,6 +50,13 @@ def test_result_page_draws_every_policy(live_web, team_user):
         expect(timeline).to_have_attribute("data-instance-lines", "shown")
         width = page.evaluate("document.querySelector('#cdf-overlay').getBoundingClientRect().width")
         assert width > 0.9 * page.evaluate("document.querySelector('#whatif').getBoundingClientRect().width")
-        assert page.locator('#whatif-summary tr[data-policy="static-group"] td').nth(6).inner_text() != ""
+        row = page.locator('#whatif-summary tr[data-policy="static-group"]')
+        assert row.locator("th").inner_text() == "static-group"  # the row's header, then its numbers
+        assert row.locator("td").nth(5).inner_text() != ""  # preemptions
+        headers = page.locator("#whatif-summary thead th").all_inner_texts()
+        assert "Throughput vs static-group" in headers and not any("verl" in h for h in headers)  # verl did not run
+        expect(page.locator("#sim-state")).to_have_class("badge state-done")
+        values = page.locator("section.bars").first.get_attribute("data-values").split(" ")
+        assert len(values) == len(POLICIES) and all(v.endswith("×") for v in values)  # every bar has its value
         assert errors == []
         browser.close()
