@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { gridClass, keptColumns, listTitles, showsRatio, sourceTag, splitCharted } from "./compare-layout";
+import { concurrencyText, gridClass, keptColumns, listTitles, showsRatio, sourceTag, splitCharted } from "./compare-layout";
 import type { CompareResponse, SummaryColumnInfo } from "./types";
 
 function column(key: string, stat: SummaryColumnInfo["stat"], better: SummaryColumnInfo["better"]): SummaryColumnInfo {
@@ -61,5 +61,14 @@ describe("gridClass and listTitles", () => {
     expect(gridClass(3)).toBe("chart-grid");
     expect(listTitles(["a"])).toBe("a");
     expect(listTitles(["a", "b", "c"])).toBe("a, b and c");
+  });
+});
+
+describe("concurrencyText", () => {
+  it("names compared pairs and runs outside the comparison, counting other teams' runs", () => {
+    expect(concurrencyText([], {})).toBe("");
+    expect(concurrencyText([[3, 4]], { "4": { runs: [1], hidden: 2 } })).toBe(
+      "Ran concurrently: throughput ratios are not comparable (#3 and #4 shared a cluster at the same time; "
+      + "#4 shared its cluster with #1, 2 runs of other teams while it ran).");
   });
 });

@@ -56,3 +56,16 @@ export function listTitles(titles: string[]): string {
   if (titles.length <= 1) return titles.join("");
   return `${titles.slice(0, -1).join(", ")} and ${titles[titles.length - 1]}`;
 }
+
+/** The concurrency warning (ours): compared runs that shared a cluster at the same time, and
+ *  runs that shared theirs with runs outside the comparison; "" when none did. */
+export function concurrencyText(pairs: [number, number][],
+                                shared: Record<string, { runs: number[]; hidden: number }>): string {
+  const parts = pairs.map(([a, b]) => `#${a} and #${b} shared a cluster at the same time`);
+  for (const [run, { runs, hidden }] of Object.entries(shared)) {
+    const named = runs.map((r) => `#${r}`);
+    if (hidden) named.push(`${hidden} run${hidden === 1 ? "" : "s"} of other teams`);
+    if (named.length) parts.push(`#${run} shared its cluster with ${named.join(", ")} while it ran`);
+  }
+  return parts.length ? `Ran concurrently: throughput ratios are not comparable (${parts.join("; ")}).` : "";
+}

@@ -9,7 +9,7 @@ import { alignSeries } from "./align";
 import { ApiError, fetchCompare } from "./api";
 import { MetricCatalog } from "./catalog";
 import { groupedGrids } from "./charts";
-import { gridClass, listTitles, splitCharted } from "./compare-layout";
+import { concurrencyText, gridClass, listTitles, splitCharted } from "./compare-layout";
 import { renderConfigDiff } from "./config-diff";
 import { Controls } from "./controls";
 import { OverlayChart } from "./overlay-chart";
@@ -197,11 +197,9 @@ class ComparePage {
     this.mismatch.textContent = differ.length === 0 ? "" : `Ratios compare more than the policy: ${differ
       .map(([id, keys]) => `#${id} differs from reference #${data.reference} in ${keys.join(", ")}`)
       .join("; ")}.`;
-    const pairs = data.concurrent ?? [];
-    this.concurrent.hidden = pairs.length === 0;
-    this.concurrent.textContent = pairs.length === 0 ? "" : `Ran concurrently: throughput ratios are not comparable (${pairs
-      .map(([a, b]) => `#${a} and #${b} shared a cluster at the same time`)
-      .join("; ")}).`;
+    const text = concurrencyText(data.concurrent ?? [], data.shared_cluster ?? {});
+    this.concurrent.hidden = text === "";
+    this.concurrent.textContent = text;
     renderConfigDiff(this.diff, data);
     await Promise.all(this.charts.map((c) => c.drawn));
     return this.charts.reduce((sum, c) => sum + c.points, 0);

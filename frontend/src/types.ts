@@ -188,6 +188,9 @@ export interface CompareResponse {
   reference_mismatch?: Record<string, string[]>;
   /** Pairs of run ids whose rollouts overlapped in time on the same cluster. */
   concurrent?: [number, number][];
+  /** Per compared run: runs outside the comparison that shared its cluster while it ran
+   *  (ids the viewer may see; the others counted). */
+  shared_cluster?: Record<string, { runs: number[]; hidden: number }>;
   runs: CompareRun[];
   /** Only the config keys whose values differ, and each run's values (keyed by run id). */
   config_diff: { keys: string[]; values: Record<string, Record<string, unknown>> };

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.http import Http404
 from django.utils import timezone
 
-from compare.concurrency import concurrent_pairs
+from compare.concurrency import concurrent_pairs, shared_with_others
 from compare import stats as stats_mod
 from compare.stored import stored_per_run
 from compare.summary import (STAT_METRICS, applicable, config_diff, default_reference, ratios,
@@ -39,8 +39,10 @@ def runs_for_compare(user, run_ids: list[int]) -> list[Run]:
 
 
 def label(run: Run) -> str:
-    """Short human label: ``#7 Alpha/gsm8k seer``."""
-    return f"#{run.pk} {run.experiment.team.name}/{run.experiment.name} {run.config.get('rollout_policy', '?')}"
+    """Short human label: ``#7 Alpha/gsm8k seer``, the run's own name after the id where it has one
+    (``#7 baseline-lr3e-6 · Alpha/gsm8k seer``)."""
+    named = f"{run.name} · " if run.name else ""
+    return f"#{run.pk} {named}{run.experiment.team.name}/{run.experiment.name} {run.config.get('rollout_policy', '?')}"
 
 
 def _stats(run_ids: list[int], names: list[str], versions: dict[int, str]) -> dict[int, dict[str, dict]]:
@@ -98,6 +100,7 @@ def build_comparison(user, run_ids: list[int], metrics: list[str] | None = None,
         "x": x, "metrics": metrics, "reward_extras": reward_extras(list(configs), versions), "reference": reference,
         "reference_mismatch": {str(k): v for k, v in reference_mismatch(configs, reference).items()},
         "concurrent": concurrent_pairs(runs, timezone.now()),
+        "shared_cluster": shared_with_others(runs, user, timezone.now()),
         "runs": [{"id": r.pk, "label": label(r), "team": r.experiment.team.slug, "experiment": r.experiment.name,
                   "policy": r.config.get("rollout_policy"), "state": r.state, "url": f"/runs/{r.pk}/",
                   "summary": rows[r.pk], "sources": sources[r.pk],

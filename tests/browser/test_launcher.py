@@ -81,7 +81,7 @@ def test_ab_queues_two_runs_in_order_and_opens_their_comparison(live_web, team_u
 
         assert queue.pump(lambda config: ROOMY).dispatched == [base.pk]  # room for both, yet one at a time
         transition(base.pk, Run.State.RUNNING, "Ray job running")
-        expect(page.locator(f'#ab-runs tr[data-run="{base.pk}"] .state')).to_contain_text("running", timeout=15_000)
+        expect(page.locator(f'#ab-runs tr[data-run="{base.pk}"] .badge')).to_contain_text("running", timeout=15_000)
         assert queue.pump(lambda config: ROOMY).dispatched == []
         assert Run.objects.get(pk=seer.pk).state == Run.State.QUEUED
         transition(base.pk, Run.State.SUCCEEDED, "Ray job succeeded")
@@ -99,7 +99,7 @@ def test_concurrency_flag_for_overlapping_runs_and_not_for_sequential_ones(live_
     from django.utils import timezone
     from playwright.sync_api import expect, sync_playwright
 
-    from runs.models import Experiment, Run
+    from runs.models import Experiment, MetricPoint, Run
 
     team, user = team_user
     exp = Experiment.objects.create(team=team, name="overlap")
@@ -110,7 +110,11 @@ def test_concurrency_flag_for_overlapping_runs_and_not_for_sequential_ones(live_
                                   state=Run.State.SUCCEEDED, dispatched_at=t0 + timedelta(minutes=start),
                                   finished_at=t0 + timedelta(minutes=end))
 
-    a, b, c = run("verl", 0, 10), run("seer", 5, 15), run("seer", 15, 25)
+    # a and b overlap; c starts as b ends (touching ends do not overlap); d runs alone later
+    a, b, c, d = run("verl", 0, 10), run("seer", 5, 15), run("seer", 15, 25), run("verl", 30, 40)
+    MetricPoint.objects.bulk_create([MetricPoint(run=r, name=name, step=step, value=100.0 + step)
+                                     for r in (c, d) for step in range(3)
+                                     for name in ("rollout/throughput_tok_s", "rollout/decode_tok_s")])
     os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
     with sync_playwright() as pw:
         browser, page, errors = _page(pw, live_web, f"/compare/?runs={a.pk},{b.pk}")
@@ -119,7 +123,11 @@ def test_concurrency_flag_for_overlapping_runs_and_not_for_sequential_ones(live_
         expect(flag).to_be_visible()
         expect(flag).to_contain_text("Ran concurrently: throughput ratios are not comparable")
         expect(flag).to_contain_text(f"#{a.pk} and #{b.pk}")
-        page.goto(f"{live_web}/compare/?runs={b.pk},{c.pk}")
+        page.goto(f"{live_web}/compare/?runs={b.pk},{c.pk}")  # b overlapped a, outside this comparison
+        expect(page.locator("body")).to_have_attribute("data-compare-state", "ready", timeout=20_000)
+        expect(page.locator("#concurrency-flag")).to_contain_text(f"#{b.pk} shared its cluster with #{a.pk}")
+        expect(page.locator("#concurrency-flag")).not_to_contain_text(f"#{c.pk}")
+        page.goto(f"{live_web}/compare/?runs={c.pk},{d.pk}")
         expect(page.locator("body")).to_have_attribute("data-compare-state", "ready", timeout=20_000)
         expect(page.locator("#concurrency-flag")).to_be_hidden()
         page.locator("#metric-picker > summary").click()  # the picker adds a metric to the view

@@ -69,3 +69,20 @@ def test_no_accept_length_ratio_without_speculation_nor_against_a_near_zero_refe
     assert rows[ref.pk]["summary"]["accept_len"] is None  # logged, but the run does not speculate
     assert rows[spec.pk]["summary"]["accept_len"] == 2.5 and rows[spec.pk]["ratios"]["accept_len"] is None
     assert rows[spec.pk]["ratios"]["reward"] is None  # reference reward ~0
+
+
+def test_a_run_that_shared_its_cluster_with_runs_outside_the_comparison_is_flagged(api, settings):
+    settings.UMBRA_ALLOWED_CLUSTERS = ["ray://other:10001"]
+    first = _run(api.team, 0, 10)
+    overlapping = _run(api.team, 5, 20)
+    after = _run(api.team, 20, 30)
+    beta = factories.team("beta")
+    theirs = _run(beta, 25, 28)  # another team's run: counted, its id not shown
+    elsewhere = _run(beta, 21, 29, cluster="ray://other:10001")  # another cluster: not counted
+    doc = api.get(f"/api/compare/?runs={overlapping.pk},{after.pk}").json()
+    assert doc["concurrent"] == []
+    assert doc["shared_cluster"] == {str(overlapping.pk): {"runs": [first.pk], "hidden": 0},
+                                     str(after.pk): {"runs": [], "hidden": 1}}
+    assert theirs.pk and elsewhere.pk  # neither is named above
+    alone = api.get(f"/api/compare/?runs={first.pk},{overlapping.pk}").json()
+    assert alone["concurrent"] == [[first.pk, overlapping.pk]] and alone["shared_cluster"] == {}
