@@ -25,11 +25,31 @@ from umbra.models.registry import resolve_model
 MAX_DATASET_ROWS = 100_000
 
 
+# Labels in the field's own terms where "name with spaces" reads wrong (acronyms, units);
+# the schema (umbra.config) keeps its names, the form says them in sentence case.
+LABELS = {
+    "kl_coef": "KL coef", "kv_cache_gib": "KV cache (GiB)", "reward_timeout_s": "Reward timeout (s)",
+    "seer_context_aware": "Seer context-aware",
+}
+# Help for schema fields without a description: what a veRL user expects each to mean.
+HELP = {
+    "temperature": "sampling temperature of the rollout (1.0 = the policy as is)",
+    "iterations": "training iterations (rollout + GRPO step each)",
+    "learning_rate": "AdamW learning rate of the policy (veRL's actor.optim.lr)",
+    "seed": "random seed: data order, validation hold-out and rollout sampling",
+}
+
+
+def field_label(name: str) -> str:
+    """The form's label of RunConfig field ``name`` (sentence case, no colon)."""
+    return LABELS.get(name) or name.replace("_", " ").capitalize()
+
+
 def _field_for(name: str, info) -> forms.Field:
     """A permissive Django field for one schema field (the schema does the validation)."""
     default = info.default
-    common = {"required": False, "initial": default, "help_text": info.description or "",
-              "label": name.replace("_", " ")}
+    common = {"required": False, "initial": default, "help_text": info.description or HELP.get(name, ""),
+              "label": field_label(name)}
     if info.annotation is bool:
         return forms.BooleanField(**common)
     if typing.get_origin(info.annotation) is typing.Literal:
@@ -77,17 +97,18 @@ class RunForm(forms.Form):
                                  help_text="runs of one experiment are compared with each other")
     dataset_file = forms.FileField(required=False, help_text=(
         "JSONL or Parquet, in veRL's, TRL's or GSM8K's row shape; overrides 'dataset'"))
-    config_yaml = forms.CharField(required=False, label="config YAML", widget=forms.Textarea(attrs={"rows": 6}),
+    config_yaml = forms.CharField(required=False, label="Config YAML", widget=forms.Textarea(attrs={"rows": 6}),
                                   help_text="RunConfig fields as 'key: value' lines; they replace the fields below")
-    config_file = forms.FileField(required=False, label="config file",
+    config_file = forms.FileField(required=False, label="Config file",
                                   help_text="a .yaml file of the same form (instead of pasting)")
     ab_ablations = forms.MultipleChoiceField(
         required=False, label="A/B ablations", widget=forms.CheckboxSelectMultiple,
         choices=[(v, label) for v, label, _ in AB_ABLATIONS],
         help_text=f"extra runs beside {AB_BASELINE} and seer, queued after them")
 
-    def __init__(self, data=None, files=None, *args, **kwargs):
+    def __init__(self, data=None, files=None, *args, team_slug: str | None = None, **kwargs):
         self.yaml_error: str | None = None
+        self.team_slug = team_slug  # a YAML `team:` key (the CLI's run.yaml) must name it
         if data is not None:
             data = self._with_yaml(data, files)
         super().__init__(data, files, *args, **kwargs)
@@ -106,9 +127,14 @@ class RunForm(forms.Form):
         if not text or (isinstance(text, str) and not text.strip()):
             return data
         try:
-            values = parse_config_yaml(text, set(RunConfig.model_fields) | {"experiment"})
+            values = parse_config_yaml(text, set(RunConfig.model_fields) | {"experiment", "team"})
         except ConfigYamlError as exc:
             self.yaml_error = str(exc)
+            return data
+        team = values.pop("team", None)
+        if team is not None and str(team) != self.team_slug:
+            self.yaml_error = (f"the YAML names team {str(team)[:60]!r} but this form submits to team "
+                               f"{self.team_slug!r}: remove the line or open that team's form")
             return data
         # A checkbox reads any text but "false" as checked: `spec_decoding: 0` or `'no'` would turn it on,
         # where the API and the CLI refuse a value that is not true/false.
@@ -138,6 +164,13 @@ class RunForm(forms.Form):
             out.append({"title": title, "fields": bound, "collapsed": title in COLLAPSED and not has_errors,
                         "slug": title.lower().replace(" ", "-")})
         return out
+
+    def error_fields(self) -> list[tuple[str, str]]:
+        """``[(field id, label)]`` of the fields with errors, in the order drawn: the summary
+        over the form links to them (a long form's error is otherwise off screen)."""
+        order = ["config_yaml", "config_file"] + [f.name for s in self.sections() for f in s["fields"]] + ["ab_ablations"]
+        return [(self[n].auto_id, str(self[n].label)[:1].upper() + str(self[n].label)[1:])
+                for n in order if n in self.errors]
 
     def clean_dataset_file(self):
         upload = self.cleaned_data.get("dataset_file")

@@ -40,7 +40,7 @@ def new_run(request, slug: str):
     if not member.can_submit():
         return HttpResponseForbidden("viewers cannot submit runs")
     initial, cloned = _clone_initial(request) if request.method != "POST" else ({}, None)
-    form = RunForm(request.POST or None, request.FILES or None, initial=initial)
+    form = RunForm(request.POST or None, request.FILES or None, initial=initial, team_slug=team.slug)
     status = 400 if request.method == "POST" else 200
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data

@@ -81,6 +81,9 @@ def headline(user, run: Run) -> dict:
     a ratio is left out where either value is missing or the reference's is near zero."""
     ref = reference_for(user, run)
     values = headline_values([run.pk] + ([ref.pk] if ref else []))
+    for r in (run, ref):  # a run without speculation logs accept length 1: no accept length (as compare.summary)
+        if r is not None and not r.config.get("spec_decoding"):
+            values[r.pk].pop("accept_len", None)
     mine = values[run.pk]
     ratios = {}
     if ref:

@@ -32,14 +32,19 @@ class SimulationForm(forms.Form):
     trace_file = forms.FileField(required=False, help_text="JSONL from `umbra bench rollout --trace` or a "
                                                            "run's trace download, at most 5 MiB")
     trace_policy = forms.CharField(required=False, max_length=40, help_text="which policy's records of the trace")
-    instances = forms.IntegerField(required=False, min_value=1, max_value=1024)
-    kv_tokens = forms.IntegerField(required=False, min_value=1, max_value=10**10, label="KV tokens per instance")
-    max_batch = forms.IntegerField(required=False, min_value=1, max_value=65_536, label="max batch per instance")
+    instances = forms.IntegerField(required=False, min_value=1, max_value=1024,
+                                   help_text="rollout instances; empty = the workload's")
+    kv_tokens = forms.IntegerField(required=False, min_value=1, max_value=10**10, label="KV tokens per instance",
+                                   help_text="KV cache capacity of an instance, tokens; empty = the workload's")
+    max_batch = forms.IntegerField(required=False, min_value=1, max_value=65_536, label="Max batch per instance",
+                                   help_text="max concurrent sequences of an instance; empty = the workload's")
     policies = forms.MultipleChoiceField(choices=POLICY_CHOICES, widget=forms.CheckboxSelectMultiple,
-                                         initial=list(DEFAULT_VARIANTS))
-    accept_len = forms.FloatField(min_value=1.0, max_value=8.9, initial=2.0,
+                                         initial=list(DEFAULT_VARIANTS),
+                                         help_text="each runs the same workload; ratios are to verl and static-group")
+    accept_len = forms.FloatField(min_value=1.0, max_value=8.9, initial=2.0, label="Accept length",
                                   help_text="grouped speculative decoding: tokens per step at full draft length")
-    shared_kv = forms.BooleanField(required=False, label="shared KV pool (migrations re-prefill nothing)")
+    shared_kv = forms.BooleanField(required=False, label="Shared KV pool",
+                                   help_text="instances share one KV pool: migrations re-prefill nothing")
 
     def __init__(self, *args, user=None, **kwargs):
         super().__init__(*args, **kwargs)
@@ -52,6 +57,9 @@ class SimulationForm(forms.Form):
                        f" · {r.state}") for r in runs]
             self.fields["run"].widget = forms.Select(choices=choices)
             self.fields["run"].help_text = "a run with a trace (workload: a run's trace)"
+        for name, field in self.fields.items():  # help beside the field, read out with it
+            if field.help_text and not isinstance(field.widget, forms.CheckboxSelectMultiple):
+                field.widget.attrs.setdefault("aria-describedby", f"id_{name}_helptext")
 
     def clean(self):
         from umbra.sim.workload import parse_trace, trace_policies
@@ -61,6 +69,11 @@ class SimulationForm(forms.Form):
         if kind is None or self.errors:
             return data
         trace, run, raw = None, None, []
+        if kind in PRESETS and (data.get("run") or data.get("trace_file")):  # else it would be silently ignored
+            picked = "a run is picked" if data.get("run") else "a trace file is chosen"
+            self.add_error("workload", f"{picked}: choose \"a run's trace\" or \"an uploaded trace\", "
+                                       f"or clear it to simulate the preset")
+            return data
         if kind == "run":
             if not data.get("run"):
                 self.add_error("run", "give the id of a run with a trace")

@@ -42,6 +42,8 @@ def test_form_page_draws_sections_with_help_beside_and_errors_under_their_field(
     assert '<details class="form-section" id="section-advanced">' in page  # collapsed
     assert 'id="id_group_size_helptext"' in page and 'aria-describedby="id_group_size_helptext"' in page
     page = _post(client, team, group_size="1").content.decode()
+    summary = page[page.index('id="form-error-summary"'):page.index("</div>", page.index('id="form-error-summary"'))]
+    assert '1 field to fix' in summary and '<a href="#id_group_size">Group size</a>' in summary  # over the form
     block = page[page.index('data-field="group_size"'):]
     block = block[:block.index('data-field="', 10)]
     assert block.index("<label") < block.index('class="field-error"')  # the message sits under its own field
@@ -73,6 +75,17 @@ def test_bad_yaml_is_a_form_error_and_stores_nothing(client, team_user, text, ms
     assert resp.status_code == 400
     assert msg in " ".join(resp.context["form"].errors["config_yaml"])
     assert Run.objects.count() == 0
+
+
+def test_yaml_with_a_team_line_is_read_for_this_team_and_refused_for_another(client, team_user):
+    team, user = team_user
+    client.force_login(user)
+    resp = _post(client, team, config_yaml=f"team: {team.slug}\nexperiment: from-cli\niterations: 3\n")
+    assert resp.status_code == 302 and Run.objects.get().config["iterations"] == 3  # the CLI's run.yaml as is
+    resp = _post(client, team, config_yaml="team: beta\niterations: 3\n")
+    assert resp.status_code == 400
+    assert "names team 'beta'" in " ".join(resp.context["form"].errors["config_yaml"])
+    assert Run.objects.count() == 1
 
 
 def test_yaml_upload_goes_through_the_same_checks(client, team_user):

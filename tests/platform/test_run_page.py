@@ -54,6 +54,13 @@ def test_reference_is_the_experiments_baseline_of_the_same_config(team_user):
     h = headline(alice, seer)
     assert h["values"] == {"throughput": 300.0, "reward": 0.4, "tail": 3.0, "accuracy": 0.3, "val_accuracy": 0.9}
     assert h["ratios"] == {"throughput": 2.0} and h["reference"]["id"] == static.pk
+    _points(seer, "rollout/spec/accept_len", [1.0])  # logged without speculation: no accept length
+    _points(static, "rollout/spec/accept_len", [1.0])
+    assert "accept_len" not in headline(alice, seer)["values"]
+    seer.config["spec_decoding"] = True
+    seer.save()
+    h = headline(alice, seer)
+    assert h["values"]["accept_len"] == 1.0 and "accept_len" not in h["ratios"]  # the reference does not speculate
 
 
 def test_a_baseline_that_ran_at_the_same_time_is_a_reference_only_when_no_other_is(team_user):

@@ -25,3 +25,17 @@ def test_run_picker_lists_visible_runs_with_a_trace(client, team_user):
     resp = client.post(f"/teams/{team.slug}/whatif/", {"workload": "run", "run": foreign.pk, "group_size": 8,
                                                          "policies": ["seer"], "accept_len": 2.0})
     assert resp.status_code == 400 and "no such run" in " ".join(resp.context["form"].errors["run"])
+
+
+def test_a_picked_run_with_a_preset_workload_is_an_error_not_ignored(client, team_user):
+    from whatif.models import Simulation
+
+    team, user = team_user
+    traced = factories.run(factories.experiment(team, "gsm8k"), config={"model": "tiny", "rollout_policy": "seer"})
+    IterationTrace.objects.create(run=traced, iteration=0, requests=[])
+    client.force_login(user)
+    resp = client.post(f"/teams/{team.slug}/whatif/", {"workload": "moonlight", "run": traced.pk, "group_size": 8,
+                                                         "policies": ["seer"], "accept_len": 2.0})
+    assert resp.status_code == 400
+    assert "a run is picked" in " ".join(resp.context["form"].errors["workload"])
+    assert Simulation.objects.count() == 0
