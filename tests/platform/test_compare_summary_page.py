@@ -60,3 +60,14 @@ def test_picker_says_when_it_shows_only_the_latest_runs():
     Run.objects.filter(pk=Run.objects.order_by("pk").first().pk).update(state=Run.State.FAILED)
     narrow = client.get("/compare/?state=failed")
     assert len(narrow.context["candidates"]) == 1 and 'id="picker-truncated"' not in narrow.content.decode()
+
+
+def test_a_named_run_is_labelled_by_its_name():
+    from compare.services import label
+
+    team = factories.team("alpha")
+    exp = factories.experiment(team, "gsm8k")
+    named = factories.run(exp, config={"model": "tiny", "rollout_policy": "seer"}, name="lr3e-6")
+    bare = factories.run(exp, config={"model": "tiny", "rollout_policy": "verl"})
+    assert label(named) == f"#{named.pk} lr3e-6 · Alpha/gsm8k seer"
+    assert label(bare) == f"#{bare.pk} Alpha/gsm8k verl"
