@@ -99,7 +99,8 @@ def test_concurrency_flag_for_overlapping_runs_and_not_for_sequential_ones(live_
     from django.utils import timezone
     from playwright.sync_api import expect, sync_playwright
 
-    from runs.models import Experiment, MetricPoint, Run
+    from runs.models import Experiment, Run
+    from telemetry.models import MetricPoint
 
     team, user = team_user
     exp = Experiment.objects.create(team=team, name="overlap")
