@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { barLabel, barTop, barValueText, visibleBarHeights } from "./whatif-charts";
+import { barLabel, barTop, barValueText, timelineEnd, visibleBarHeights } from "./whatif-charts";
+import type { Trace } from "./types";
 import { summaryColumns } from "./whatif";
 
 describe("barLabel", () => {
@@ -49,5 +50,16 @@ describe("summaryColumns", () => {
     expect(labels({ "static-group": {}, seer: {} })).toContain("Throughput vs static-group");
     expect(labels({ verl: {}, seer: {} })).toEqual(expect.arrayContaining(["Throughput vs verl", "Tail vs verl"]));
     expect(labels({ seer: {} }).some((l) => l.includes(" vs "))).toBe(false);
+  });
+});
+
+describe("timelineEnd", () => {
+  const req = (start: number, finish: number) => ({ group: 0, index: 0, instance: 0, start_s: start, finish_s: finish,
+    output_tokens: 1, finish_reason: "stop", policy_version: 0 }) as unknown as Trace["requests"][number];
+  it("is the latest chunk end over every policy's trace, so their timelines share one x range", () => {
+    const short = { requests: [req(0, 6.6)] } as Trace;
+    const long = { requests: [req(0, 3), req(1, 7.9)] } as Trace;
+    expect(timelineEnd([short, long])).toBe(7.9);
+    expect(timelineEnd([])).toBe(0);
   });
 });

@@ -152,8 +152,20 @@ export function cdfOverlay(parent: HTMLElement, traces: [string, Trace][]): HTML
   return section;
 }
 
-/** A policy's instance timeline: the band across instances, each instance's line on demand. */
-export function bandTimeline(parent: HTMLElement, name: string, trace: Trace): HTMLElement {
+/** The latest chunk end over `traces` (s): the policies' timelines share this x range, so a
+ *  shorter rollout reads shorter. */
+export function timelineEnd(traces: Trace[]): number {
+  let end = 0;
+  for (const t of traces) {
+    const xs = instanceOccupancy(t.requests).data[0] as number[];
+    if (xs.length) end = Math.max(end, xs[xs.length - 1]);
+  }
+  return end;
+}
+
+/** A policy's instance timeline: the band across instances, each instance's line on demand;
+ *  x from 0 to `xMax` where given (the longest policy's rollout). */
+export function bandTimeline(parent: HTMLElement, name: string, trace: Trace, xMax?: number): HTMLElement {
   const { section, plot } = chartSection(`Instance timeline — ${name} (simulated)`);
   section.id = `timeline-${name}`;
   section.classList.add("timeline-band");
@@ -167,7 +179,8 @@ export function bandTimeline(parent: HTMLElement, name: string, trace: Trace): H
     width: Math.max(plot.clientWidth, 200),
     height: CHART_HEIGHT,
     legend: { show: false },
-    scales: { x: { time: false }, y: { range: (_u, _min, max) => [0, Math.max(1, Math.ceil(max * 1.1))] } },
+    scales: { x: { time: false, range: (_u, min, max) => (xMax && xMax > 0 ? [0, xMax] : [min, max]) },
+      y: { range: (_u, _min, max) => [0, Math.max(1, Math.ceil(max * 1.1))] } },
     axes: [{ label: "seconds since rollout start" },
       { label: "running requests", size: 60, incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000] }],
     bands: [{ series: [3, 1], fill: "rgba(37, 99, 235, 0.15)" }],

@@ -5,7 +5,7 @@
 import "uplot/dist/uPlot.min.css";
 import "./dashboard.css";
 import { formatNumber, formatRatio } from "./format";
-import { barChart, bandTimeline, cdfOverlay } from "./whatif-charts";
+import { barChart, bandTimeline, cdfOverlay, timelineEnd } from "./whatif-charts";
 import "./whatif.css";
 import type { Trace } from "./types";
 
@@ -141,7 +141,8 @@ function render(root: HTMLElement, sim: SimulationResponse, measured: Record<str
   bars(grid, res.policies, names);
   const traced = names.filter((n) => res.charts[n]).map((n) => [n, res.charts[n]] as [string, Trace]);
   if (traced.length > 0) cdfOverlay(overlay, traced);
-  for (const [name, trace] of traced) bandTimeline(timelines, name, trace);
+  const end = timelineEnd(traced.map(([, t]) => t));
+  for (const [name, trace] of traced) bandTimeline(timelines, name, trace, end);
 }
 
 async function main(): Promise<void> {
