@@ -130,8 +130,8 @@ def test_every_door_refuses_past_the_cross_field_limits(subtests, yaml_file, cap
 @pytest.mark.parametrize("text,field,needle", [
     ("learning_rate: 1e-6\n", None, None),  # YAML 1.1 would read a string here
     ("learning_rate: 2e0\n", "learning_rate", "less than or equal to 1"),
-    ("temperature: .nan\n", "temperature", "less than or equal to 2"),
-    ("kl_coef: -.inf\n", "kl_coef", "greater than or equal to 0"),
+    ("temperature: .nan\n", "temperature", "finite number"),
+    ("kl_coef: -.inf\n", "kl_coef", "finite number"),
     ("iterations: 0x10\n", None, None),  # YAML hex: 16
     ("seed: 2020-01-01\n", "seed", "expected a number, string or true/false"),
     ("group_size: '8'\n", "group_size", "valid integer"),

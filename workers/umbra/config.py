@@ -28,7 +28,7 @@ class RunConfig(BaseModel):
     cache per rollout instance, ``learning_rate`` per optimizer step.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)  # "nan" reads "finite number", not "<= 2"
 
     model: str = Field("smollm2", max_length=1000, description="'tiny', 'smollm2' or a path to a Hugging Face model folder")
     dataset: str = Field("arith", max_length=1000, description=(
