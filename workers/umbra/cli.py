@@ -25,6 +25,7 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     """The parser of every subcommand."""
+    from umbra.bench import accept_ceiling as bench_accept_ceiling
     from umbra.bench import profile as bench_profile
     from umbra.bench import rollout as bench_rollout
     from umbra.bench import spec_bound as bench_spec_bound
@@ -49,6 +50,8 @@ def build_parser() -> argparse.ArgumentParser:
         "spec-cost", help="an engine step's cost with each speculation method, and per verified draft token"))
     bench_spec_bound.add_arguments(bench_sub.add_parser(
         "spec-bound", help="the most an oracle drafter could speed up a recorded rollout on this machine"))
+    bench_accept_ceiling.add_arguments(bench_sub.add_parser(
+        "accept-ceiling", help="tokens per step the best token drafter could get verified on the policy's responses"))
     sim_cli.add_arguments(sub.add_parser("sim", help="simulate rollout policies on a preset or trace workload"))
     client_commands.register(sub)
     return parser
@@ -77,6 +80,7 @@ def main(argv: list[str] | None = None) -> int:
         return sim_cli.run(args)
 
     if args.command == "bench":
+        from umbra.bench import accept_ceiling as bench_accept_ceiling
         from umbra.bench import profile as bench_profile
         from umbra.bench import rollout as bench_rollout
         from umbra.bench import spec_bound as bench_spec_bound
@@ -84,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
         from umbra.bench import train as bench_train
 
         return {"profile": bench_profile, "train": bench_train, "spec-cost": bench_spec_cost,
-                "spec-bound": bench_spec_bound}.get(
+                "spec-bound": bench_spec_bound, "accept-ceiling": bench_accept_ceiling}.get(
             args.bench, bench_rollout).run(args)
 
     if args.command == "prepare-model":

@@ -11,7 +11,9 @@ running would shrink by ``f(B) = min_g T(B, g) / ((g + 1) T(B, 0))``, and the ro
 ``sum dt / sum f(B) dt`` over its stretches (instances summed; the slowest instance's time
 would be the wall time, so the whole-rollout bound uses each instance's own stretches and
 takes the largest). Prefill time is shrunk too, so the bound is generous. ``--accept-rate a``
-gives the same for a drafter whose every draft position holds with probability ``a``.
+gives the same for a drafter whose every draft position holds with probability ``a``;
+``--accept-profile`` for the best token drafter on the policy's own responses (``E(g)`` from
+``umbra bench accept-ceiling``).
 """
 from __future__ import annotations
 
@@ -28,16 +30,21 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--accept-rate", type=float, default=1.0,
                    help="acceptance per draft position (1.0: the oracle, every draft accepted; the "
                         "rollout bench's rows show what grouped drafts reach)")
+    p.add_argument("--accept-profile", default=None,
+                   help="umbra bench accept-ceiling --json output: its E(g) instead of --accept-rate")
     p.add_argument("--json", dest="json_path", default=None, help="write results here")
 
 
-def shrink(rows: int, cost: dict, gamma_max: int, accept: float = 1.0) -> tuple[float, int]:
+def shrink(rows: int, cost: dict, gamma_max: int, accept: float | list[float] = 1.0) -> tuple[float, int]:
     """``(f, g)``: the factor a drafter whose every draft position is accepted with probability
-    ``accept`` (1: the oracle) shrinks a step of ``rows`` rows by, and its best draft length."""
+    ``accept`` (1: the oracle) shrinks a step of ``rows`` rows by, and its best draft length;
+    ``accept`` may instead be ``[E(0), E(1), ...]``, tokens per row and step by draft length."""
     base = cost["c0_s"] + cost["row_s"] * rows
     best, best_g = 1.0, 0
-    for g in range(1, gamma_max + 1):
-        tokens = sum(accept ** k for k in range(g + 1))  # per row and step: E(g), Seer Alg. 1
+    profile = accept if isinstance(accept, list) else None
+    for g in range(1, min(gamma_max, len(profile) - 1 if profile else gamma_max) + 1):
+        # per row and step: E(g), Seer Alg. 1
+        tokens = profile[g] if profile else sum(accept ** k for k in range(g + 1))
         f = (base + cost["draft_s"] * rows * g) / (tokens * base)
         if f < best:
             best, best_g = f, g
@@ -57,7 +64,7 @@ def stretches(chunks: list[tuple[float, float]]) -> list[tuple[float, float, int
 
 
 def bound(records: list[dict], cost: dict, gamma_max: int, tail_from: float | None = None,
-          accept: float = 1.0) -> dict:
+          accept: float | list[float] = 1.0) -> dict:
     """The oracle drafter's speed-up over ``records`` (one rollout's trace rows), over the
     whole rollout and, with ``tail_from`` (seconds from its start), over its tail."""
     by_instance: dict[int, list] = {}
@@ -95,6 +102,12 @@ def run(args: argparse.Namespace) -> int:
             records = [rec for rec in map(json.loads, filter(str.strip, fh)) if rec.get("policy") == args.policy]
         if not records:
             raise ValueError(f"{args.trace} holds no requests of policy {args.policy}")
+        profile = None
+        if args.accept_profile:
+            with open(args.accept_profile) as fh:
+                profile = [float(x) for x in json.load(fh).get("expected_tokens") or []]
+            if len(profile) < 2:
+                raise ValueError(f"{args.accept_profile} holds no expected_tokens (umbra bench accept-ceiling --json)")
     except (OSError, ValueError) as exc:
         print(f"umbra bench spec-bound: {exc}", file=sys.stderr)
         return 2
@@ -103,12 +116,15 @@ def run(args: argparse.Namespace) -> int:
     if not 0.0 <= args.accept_rate <= 1.0:
         print("umbra bench spec-bound: --accept-rate must be within 0..1", file=sys.stderr)
         return 2
-    out = bound(records, cost, args.gamma_max, max(finishes) - tail, args.accept_rate)
-    out.update(tail_time_s=tail, cost=cost, policy=args.policy, accept_rate=args.accept_rate)
+    out = bound(records, cost, args.gamma_max, max(finishes) - tail, profile or args.accept_rate)
+    out.update(tail_time_s=tail, cost=cost, policy=args.policy, accept_rate=args.accept_rate,
+               accept_profile=profile)
     print(f"step cost: {1000 * cost['c0_s']:.1f} ms + {1000 * cost['row_s']:.2f} ms/row"
           f" + {1000 * cost['draft_s']:.2f} ms/draft token")
     who = "an oracle drafter (every draft accepted)" if args.accept_rate == 1 else \
         f"a drafter accepted {args.accept_rate:.2f} per position"
+    if profile:
+        who = f"the best token drafter of {args.accept_profile} (E(8) = {profile[min(8, len(profile) - 1)]:.2f})"
     print(f"{args.policy}: busiest instance {out['busy_s']:.1f} s; {who} "
           f"{out['oracle_busy_s']:.1f} s: at most {out['speedup']:.2f}x")
     print(f"tail ({tail:.1f} s): at most {out['tail_speedup']:.2f}x faster "

@@ -1,0 +1,159 @@
+"""``umbra bench accept-ceiling``: how many tokens per step any drafter that proposes tokens
+(not distributions) could get verified, on the policy's own responses (ours).
+
+Seer's grouped drafts, suffix/n-gram drafts and history drafts all propose a token, not a
+distribution; vLLM verifies such a draft token ``x`` with probability ``p(x)`` under the
+policy's sampling distribution (``softmax(logits / T)``), so no such drafter is accepted at a
+position more often than the distribution's largest probability ``p_max``. This samples G
+responses per prompt with the policy as the rollout does (same prompts, chat template,
+temperature, no top-k/top-p), records ``p_max`` at every generated position, and gives
+
+- ``E(g)``: the mean tokens a step moves a row with ``g`` draft tokens, were every draft the
+  most likely token: ``1 + sum_k prod_{j<=k} p_max(t + j)`` over positions ``t`` (a draft past
+  the response's end is rejected). It keeps how the positions' ``p_max`` cluster (boilerplate
+  runs), which a single per-position rate would average away.
+- ``umbra bench spec-bound --accept-profile`` turns it into a rollout speed-up with the
+  machine's step cost.
+
+An estimate, not a proof: ``p_max`` is read along the sampled path, where a drafter's
+accepted tokens would have led along its own.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+
+GAMMA_MAX = 8
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", default="smollm2", help="tiny, smollm2 or a model folder")
+    p.add_argument("--data", default="arith", help="'arith' or a GSM8K-style JSONL path")
+    p.add_argument("--prompts", type=int, default=16)
+    p.add_argument("--group-size", type=int, default=8)
+    p.add_argument("--max-tokens", type=int, default=512)
+    p.add_argument("--temperature", type=float, default=0.7)
+    p.add_argument("--batch", type=int, default=64, help="sequences sampled at once")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", dest="json_path", default=None, help="write results here")
+
+
+def expected_tokens(pmax: list[list[float]], gamma_max: int = GAMMA_MAX) -> list[float]:
+    """``[E(0), ..., E(gamma_max)]`` over every position of every response (see the module
+    docstring); ``pmax[r][t]`` is response r's largest probability at its t-th token."""
+    totals, count = [0.0] * (gamma_max + 1), 0
+    for row in pmax:
+        for t in range(len(row)):
+            count += 1
+            run, acc = 1.0, 1.0
+            totals[0] += 1.0
+            for k in range(1, gamma_max + 1):
+                # drafting position t + k (the token after t + k - 1): accepted with p_max there
+                acc *= row[t + k] if t + k < len(row) else 0.0
+                run += acc
+                totals[k] += run
+    return [x / count for x in totals] if count else [1.0] * (gamma_max + 1)
+
+
+def equivalent_rate(e: float, g: int) -> float:
+    """The per-position rate ``a`` with ``sum_{k<=g} a^k = e`` (bisection): the single number
+    ``umbra bench spec-bound --accept-rate`` would need to give ``E(g)``."""
+    lo, hi = 0.0, 1.0
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        if sum(mid ** k for k in range(g + 1)) < e:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def sample_pmax(model, prompts: list[list[int]], group_size: int, max_tokens: int, temperature: float,
+                batch: int, eos: set[int], pad: int) -> list[list[float]]:
+    """``p_max`` per generated token of ``group_size`` sampled responses per prompt."""
+    import torch
+
+    rows = [p for p in prompts for _ in range(group_size)]
+    out: list[list[float]] = []
+    for b in range(0, len(rows), batch):
+        part = rows[b:b + batch]
+        width = max(len(p) for p in part)
+        ids = torch.tensor([[pad] * (width - len(p)) + p for p in part])  # left padding
+        mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in part])
+        pos = (mask.cumsum(-1) - 1).clamp(min=0)
+        alive = torch.ones(len(part), dtype=torch.bool)
+        got: list[list[float]] = [[] for _ in part]
+        with torch.inference_mode():
+            res = model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True)
+            for _ in range(max_tokens):
+                probs = torch.softmax(res.logits[:, -1].float() / temperature, dim=-1)
+                top = probs.max(dim=-1).values
+                tok = torch.multinomial(probs, 1).squeeze(-1)
+                for i in torch.nonzero(alive).flatten().tolist():
+                    got[i].append(float(top[i]))
+                alive &= ~torch.tensor([int(t) in eos for t in tok])
+                if not alive.any():
+                    break
+                mask = torch.cat([mask, torch.ones(len(part), 1, dtype=mask.dtype)], dim=-1)
+                pos = mask.sum(-1, keepdim=True) - 1
+                res = model(input_ids=tok[:, None], attention_mask=mask, position_ids=pos,
+                            past_key_values=res.past_key_values, use_cache=True)
+        out.extend(got)
+        print(f"  sampled {min(b + batch, len(rows))}/{len(rows)} responses", flush=True)
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the table; returns the exit code (2 on bad input)."""
+    if not 0.0 < args.temperature <= 2.0:
+        print("umbra bench accept-ceiling: --temperature must be within (0, 2]", file=sys.stderr)
+        return 2
+    if min(args.prompts, args.group_size, args.max_tokens, args.batch) < 1:
+        print("umbra bench accept-ceiling: --prompts, --group-size, --max-tokens and --batch must be >= 1",
+              file=sys.stderr)
+        return 2
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from umbra.config import PROMPT_BUDGET
+    from umbra.data.source import DataSource
+    from umbra.models.prepare import prepare
+    from umbra.models.registry import NAMED_MODELS, resolve_model
+
+    try:
+        path = str(prepare(args.model) if args.model in NAMED_MODELS else resolve_model(args.model))
+        tok = AutoTokenizer.from_pretrained(path)
+        data = DataSource.from_dataset(args.data, tok, PROMPT_BUDGET, args.prompts, args.seed)
+    except (ValueError, FileNotFoundError) as exc:
+        print(f"umbra bench accept-ceiling: {exc}", file=sys.stderr)
+        return 2
+    torch.manual_seed(args.seed)
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
+    eos = model.generation_config.eos_token_id
+    eos = set(eos if isinstance(eos, list) else [eos]) if eos is not None else set()
+    pad = tok.pad_token_id if tok.pad_token_id is not None else next(iter(eos), 0)
+    prompts = [item.token_ids for item in data.items[: args.prompts]]
+    print(f"model {args.model}: {len(prompts)} prompts x G={args.group_size}, max_tokens {args.max_tokens}, "
+          f"temperature {args.temperature}", flush=True)
+    pmax = sample_pmax(model, prompts, args.group_size, args.max_tokens, args.temperature, args.batch, eos, pad)
+    flat = sorted(p for row in pmax for p in row)
+    e = expected_tokens(pmax)
+    lengths = [len(r) for r in pmax]
+    out = {"model": args.model, "temperature": args.temperature, "responses": len(pmax),
+           "tokens": len(flat), "mean_length": statistics.fmean(lengths),
+           "clipped": sum(n >= args.max_tokens for n in lengths) / len(lengths),
+           "pmax_mean": statistics.fmean(flat), "pmax_p50": flat[len(flat) // 2],
+           "pmax_ge_0_9": sum(p >= 0.9 for p in flat) / len(flat),
+           "expected_tokens": e, "equivalent_rate": {g: equivalent_rate(e[g], g) for g in range(1, len(e))}}
+    print(f"{out['tokens']} tokens, mean response {out['mean_length']:.0f}, {100 * out['clipped']:.0f}% clipped")
+    print(f"p_max: mean {out['pmax_mean']:.3f}, median {out['pmax_p50']:.3f}, "
+          f"{100 * out['pmax_ge_0_9']:.0f}% of positions >= 0.9")
+    print("draft length g | E(g) tokens/step (best token drafter) | equivalent per-position rate")
+    for g in range(1, len(e)):
+        print(f"{g:>14} | {e[g]:>36.2f} | {out['equivalent_rate'][g]:.3f}")
+    if args.json_path:
+        with open(args.json_path, "w") as fh:
+            json.dump(out, fh, indent=2)
+    return 0
