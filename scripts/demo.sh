@@ -14,7 +14,8 @@ export UMBRA_PLATFORM_URL=${UMBRA_PLATFORM_URL:-http://127.0.0.1:$PORT}
 # The Celery queue and Channels prefix default to a name derived from the database (each
 # database its own, see platform/umbra_site/installation.py), so two demos on one machine
 # never take each other's tasks; UMBRA_CELERY_QUEUE / UMBRA_CHANNEL_PREFIX override.
-# The local head listens on loopback only; set RAY_AUTH_MODE=token for a shared machine.
+# The local head's dashboard (where jobs are submitted) listens on loopback only; its other
+# ports bind to the node's address: set RAY_AUTH_MODE=token on a shared machine.
 export RAY_AUTH_MODE=${RAY_AUTH_MODE:-disabled}
 DATA=${DATA:-arith}
 case "$DATA" in arith|arith-easy|countdown) ;; *)  # a generated set, else a file: say so before anything starts
@@ -34,7 +35,7 @@ export UMBRA_REWARD_DIRS="${UMBRA_REWARD_DIRS:+$UMBRA_REWARD_DIRS:}$PWD/examples
 MODEL=${MODEL:-smollm2}
 # A second demo (another UMBRA_PORT) keeps its own logs, database and so Celery queue,
 # Channels prefix and checkpoint folder (umbra_site.installation): run ids are per database.
-LOGS=var/log; [ "$PORT" = 8000 ] || LOGS=var/log/$PORT; mkdir -p $LOGS
+LOGS=${UMBRA_VAR_DIR:-var}/log; [ "$PORT" = 8000 ] || LOGS=$LOGS/$PORT; mkdir -p "$LOGS"
 pids=()
 raygroup=""
 cleanup() {
@@ -85,13 +86,13 @@ if [ -z "${RAY_ADDRESS:-}" ] && ! curl -sf "http://127.0.0.1:$RAY_DASH_PORT/api/
     --temp-dir="/tmp/uray-$RAY_GCS_PORT" --num-cpus=8 --disable-usage-stats \
     --ray-client-server-port="$(port)" --dashboard-agent-listen-port="$(port)" --dashboard-agent-grpc-port="$(port)" \
     --metrics-export-port="$(port)" --runtime-env-agent-port="$(port)" --node-manager-port="$(port)" \
-    --object-manager-port="$(port)" >$LOGS/ray.log 2>&1 & raygroup=$!
+    --object-manager-port="$(port)" >"$LOGS/ray.log" 2>&1 & raygroup=$!
   for i in $(seq 1 90); do curl -sf "http://127.0.0.1:$RAY_DASH_PORT/api/version" >/dev/null && break; sleep 1; done
 fi
 
 echo "==> web server on :$PORT, Celery worker (logs in $LOGS/)"
-daphne -b 127.0.0.1 -p "$PORT" umbra_site.asgi:application >$LOGS/web.log 2>&1 & web=$!; pids+=($web)
-celery -A umbra_site worker -n "umbra-$PORT@%h" -c 2 --loglevel=INFO >$LOGS/worker.log 2>&1 & pids+=($!)
+daphne -b 127.0.0.1 -p "$PORT" umbra_site.asgi:application >"$LOGS/web.log" 2>&1 & web=$!; pids+=($web)
+celery -A umbra_site worker -n "umbra-$PORT@%h" -c 2 --loglevel=INFO >"$LOGS/worker.log" 2>&1 & pids+=($!)
 for i in $(seq 1 30); do curl -s -o /dev/null "http://127.0.0.1:$PORT/accounts/login/" && break; sleep 1; done
 
 echo "==> demo run on '${CONFIG:-$DATA}' (first iteration: starting vLLM instances and the trainer)"

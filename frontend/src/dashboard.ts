@@ -62,7 +62,8 @@ function setState(dash: Dashboard, state: string, reason?: string): void {
   });
   updateProgress(dash);
   updateEmpty(dash);
-  if (changed) void showModelDownload();
+  // A run's checkpoint is looked for when it ends (a HEAD at start would only log a 404 in the console).
+  if (changed && TERMINAL.has(state)) void showModelDownload();
 }
 
 /** Unhide "Download model" once the run has a checkpoint (HEAD of the link: 200 or 404). */

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from django import forms
 from django.conf import settings
+from pydantic import ValidationError
 
 from runs.config_check import check_config
 from runs.config_yaml import MAX_YAML_BYTES, ConfigYamlError, parse_config_yaml
@@ -89,6 +90,17 @@ def _post_value(value):
     return "" if value is None else str(value)
 
 
+def _wrong_types(values: dict) -> str | None:
+    """A message for the first YAML value of the wrong type (RunConfig, strict), or None."""
+    try:
+        RunConfig.model_validate(values, strict=True)
+    except ValidationError as exc:
+        for err in exc.errors():
+            if err["loc"] and err["type"].endswith("_type"):
+                return f"field {err['loc'][0]} in YAML: {err['msg'].lower()}, not {str(err['input'])[:40]!r}"
+    return None
+
+
 class RunForm(forms.Form):
     """Experiment name, optional dataset upload, every RunConfig field, and a YAML config
     that fills those fields (pasted or uploaded)."""
@@ -141,6 +153,12 @@ class RunForm(forms.Form):
         flags = [k for k, v in values.items() if _is_flag(k) and not isinstance(v, bool) and v is not None]
         if flags:
             self.yaml_error = f"field {flags[0]} in YAML must be true or false, not {str(values[flags[0]])[:40]!r}"
+            return data
+        # A quoted number (`iterations: '3'`) or binary is refused, as the API and the CLI's strict check do
+        # (the form's own fields would read its text); ranges are left to the fields' own messages.
+        wrong = _wrong_types({k: v for k, v in values.items() if k != "experiment"})
+        if wrong:
+            self.yaml_error = wrong
             return data
         data = data.copy()
         for key, value in values.items():

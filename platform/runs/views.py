@@ -104,13 +104,17 @@ def run_resume(request, run_id: int):
 @require_POST
 def run_labels(request, run_id: int):
     """Set the run's name, tags (comma- or space-separated) and note from the run page
-    (members and admins of its team); a bad value comes back as a message."""
+    (members and admins of its team); a field not posted keeps its value; a bad value comes
+    back as a message."""
     run = run_for(request.user, run_id)
     if not can_act_on(request.user, run):
         return HttpResponseForbidden("only members of the run's team label it")
     try:
-        update_labels(run, {"name": request.POST.get("name", ""), "note": request.POST.get("note", ""),
-                            "tags": parse_tags(request.POST.get("tags", ""))})
+        # only what was posted changes, as the API's PATCH (a field left out keeps its value)
+        changes = {k: request.POST[k] for k in ("name", "note") if k in request.POST}
+        if "tags" in request.POST:
+            changes["tags"] = parse_tags(request.POST["tags"])
+        update_labels(run, changes)
     except ValueError as exc:
         messages.error(request, f"Labels not saved: {exc}")
     else:

@@ -41,8 +41,11 @@ class SimulationForm(forms.Form):
     policies = forms.MultipleChoiceField(choices=POLICY_CHOICES, widget=forms.CheckboxSelectMultiple,
                                          initial=list(DEFAULT_VARIANTS),
                                          help_text="each runs the same workload; ratios are to verl and static-group")
-    accept_len = forms.FloatField(min_value=1.0, max_value=8.9, initial=2.0, label="Accept length",
-                                  help_text="grouped speculative decoding: tokens per step at full draft length")
+    accept_len = forms.FloatField(min_value=1.0, max_value=8.9, required=False, label="Accept length",
+                                  widget=forms.NumberInput(attrs={"placeholder": "measured / 2.0", "step": "any"}),
+                                  help_text="grouped speculative decoding: tokens per step at full draft length; "
+                                            "empty = a picked run's measured value (1.0 without speculation), "
+                                            "else 2.0")
     shared_kv = forms.BooleanField(required=False, label="Shared KV pool",
                                    help_text="instances share one KV pool: migrations re-prefill nothing")
 
@@ -117,6 +120,10 @@ class SimulationForm(forms.Form):
             if policy is not None and policy not in trace_policies(trace):
                 self.add_error("trace_policy", f"the trace records: {', '.join(trace_policies(trace)) or '(none)'}")
                 return data
+        if data.get("accept_len") is None:
+            from whatif.simulator import DEFAULT_ACCEPT_LEN, measured_accept_len
+
+            data["accept_len"] = measured_accept_len(run) if run is not None else DEFAULT_ACCEPT_LEN
         label = kind if kind in PRESETS else (f"run #{run.pk}" if run else f"upload {data['trace_file'].name}")[:200]
         params = {"workload": kind, "label": label, "group_size": data.get("group_size") or 8,
                   "instances": data.get("instances"), "kv_tokens": data.get("kv_tokens"),

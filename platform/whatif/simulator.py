@@ -88,3 +88,18 @@ def run_trace_rows(run, iteration: int | None = None) -> tuple[int, list[dict], 
                                "instances": meta.get("instances") or cfg.get("rollout_instances") or 0,
                                "capacity": meta.get("capacity") or 0}))
     return t.iteration, rows, t.requests
+
+
+DEFAULT_ACCEPT_LEN = 2.0  # a preset's or an uploaded trace's: what grouped drafts may reach (SEER.md)
+
+
+def measured_accept_len(run) -> float:
+    """The accept length to simulate a run's trace with (ours): its mean
+    ``rollout/spec/accept_len`` where it speculated, else 1.0 (no draft measured, none assumed),
+    so that a run's what-if never credits speculation with a gain its workload did not show."""
+    from django.db.models import Avg
+
+    if not (run.config or {}).get("spec_decoding"):
+        return 1.0
+    mean = run.metric_points.filter(name="rollout/spec/accept_len").aggregate(v=Avg("value"))["v"]
+    return min(8.9, max(1.0, float(mean))) if mean is not None else 1.0

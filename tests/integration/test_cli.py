@@ -80,6 +80,15 @@ def test_login_stores_a_private_working_token(live_web, team_user, umbra, tmp_pa
     assert me.status_code == 200 and me.json()["username"] == "alice"
 
 
+def test_login_reads_a_piped_password_from_stdin(live_web, team_user, umbra, monkeypatch, capsys):
+    import io
+
+    monkeypatch.setattr("sys.stdin", io.StringIO("pw-alpha-123\n"))
+    code, out, err = umbra("login", "--url", live_web, "--username", "alice")
+    assert code == 0 and "alice" in out, err
+    assert "echoed" not in err  # getpass's warning when it cannot turn echo off
+
+
 def test_bad_password_and_unreachable_server_are_clear_errors(live_web, team_user, umbra, tmp_path):
     code, _, err = umbra("login", "--url", live_web, "--username", "alice", "--password", "wrong")
     assert code == 2 and _one_line(err).startswith("umbra: login failed: ")

@@ -49,6 +49,16 @@ def test_a_yaml_flag_that_is_not_true_or_false_is_refused_by_the_form_as_by_the_
     assert not Run.objects.exists()
 
 
+@pytest.mark.parametrize("line, field", [("iterations: '3'", "iterations"), ("learning_rate: '1e-6'", "learning_rate"),
+                                         ("model: !!binary aGVsbG8=", "model")])
+def test_a_yaml_value_of_the_wrong_type_is_refused_by_the_form_as_by_the_cli(client, member, tmp_path, line, field):
+    base = "val_fraction: 0.25\n" + ("" if field == "model" else "model: tiny\n")
+    resp = _yaml_paste(client, member, f"{base}{line}\n")
+    assert resp.status_code == 400
+    assert f"field {field} in YAML: input should be a valid" in resp.context["form"].errors["config_yaml"][0]
+    assert not Run.objects.exists()
+
+
 def test_yaml_flags_written_as_yaml_booleans_still_load(client, member):
     resp = _yaml_paste(client, member, "model: tiny\nval_fraction: 0.25\nval_before_train: yes\nseer_divided: off\n")
     assert resp.status_code == 302, resp.context["form"].errors

@@ -119,6 +119,9 @@ def test_labels_by_api_page_and_their_errors(table):
     client.post(f"/runs/{seer.pk}/labels/", {"name": "n", "tags": "bad/tag!", "note": ""}, follow=True)
     seer.refresh_from_db()
     assert seer.tags == ["a", "b", "c"]  # refused with a message, nothing stored
+    client.post(f"/runs/{seer.pk}/labels/", {"tags": "d"})
+    seer.refresh_from_db()
+    assert (seer.name, seer.tags) == ("page-name", ["d"])  # a field not posted keeps its value
 
 
 def test_row_update_of_a_batch():

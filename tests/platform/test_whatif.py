@@ -144,3 +144,24 @@ def test_a_trace_is_replayed_with_the_step_model_fitted_to_its_own_chunks(client
     resp = _post(client, team, trace_file=SimpleUploadedFile("t.jsonl", _jsonl(TRACE)))
     assert Simulation.objects.latest("pk").params["step_model"] is None
     assert "default" in Simulation.objects.latest("pk").params["step_model_source"]
+
+
+def test_a_runs_trace_is_simulated_at_its_own_accept_length_unless_one_is_given(client, team_user):
+    """A run without speculation gives seer no draft credit (it read 2.04x on a trace of 1.00 accept length)."""
+    team, user = team_user
+    client.force_login(user)
+    plain = _run_with_trace(team, user)
+    speculating = _run_with_trace(team, user)
+    speculating.config["spec_decoding"] = True
+    speculating.save()
+    for step, v in enumerate([1.4, 1.6]):
+        MetricPoint.objects.create(run=speculating, name="rollout/spec/accept_len", step=step, value=v)
+    used = []
+    for run, given in ((plain, ""), (speculating, ""), (plain, "3.0")):
+        resp = _post(client, team, workload="run", run=str(run.pk), accept_len=given)
+        assert resp.status_code == 302, resp.context and resp.context["form"].errors
+        used.append(Simulation.objects.latest("pk").params["accept_len"])
+    assert used == [1.0, pytest.approx(1.5), 3.0]
+    assert b"seer speculates at accept length 3.00" in client.get(f"/whatif/{Simulation.objects.latest('pk').pk}/").content
+    resp = _post(client, team, trace_file=SimpleUploadedFile("t.jsonl", _jsonl(TRACE)), accept_len="")
+    assert Simulation.objects.latest("pk").params["accept_len"] == 2.0  # an upload: the documented default

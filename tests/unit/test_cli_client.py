@@ -416,3 +416,12 @@ def test_logout_forgets_only_the_stored_servers_token(config_dir):
     assert credentials.forget() == ("http://a.test", "tok")
     assert json.loads(credentials.credentials_path().read_text()) == {"url": "http://a.test", "token": ""}
     assert credentials.forget() is None
+
+
+def test_an_events_multi_line_reason_keeps_its_lines():
+    from umbra.client.commands.events import events_table
+
+    out = render(events_table([{"kind": "state", "from_state": "running", "to_state": "failed",
+                                "reason": "job failed:\nValueError: bad\x1b[31m", "at": None}]))
+    assert "job failed:" in out and "ValueError: bad" in out and "?" not in out
+    assert [line for line in out.splitlines() if "ValueError" in line][0].strip().endswith("ValueError: bad")

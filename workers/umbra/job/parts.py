@@ -3,11 +3,12 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from pathlib import Path
 
 from umbra.config import PROMPT_BUDGET, RunConfig
 from umbra.data.holdout import train_and_val
 from umbra.data.source import DataSource, PromptItem, prompt_pool
-from umbra.models.registry import context_length, resolve_model
+from umbra.models.registry import NAMED_MODELS, context_length, resolve_model
 from umbra.rollout.manager import RolloutManager, RolloutShape
 from umbra.rollout.policies import make_policy
 from umbra.training.group import TrainerGroup, placement_error
@@ -54,6 +55,10 @@ def start_parts(config: RunConfig) -> RunParts:
     from transformers import AutoTokenizer
 
     model_path = str(resolve_model(config.model))
+    if config.model in NAMED_MODELS and not (Path(model_path) / "config.json").is_file():
+        # not transformers' "Repo id must be in the form ..." for a folder that is not there
+        raise ValueError(f"model {config.model!r} is not prepared at {model_path}: run `umbra prepare-model "
+                         f"{config.model}` on the cluster's machines (UMBRA_MODEL_DIR names the folder)")
     tokenizer = AutoTokenizer.from_pretrained(model_path)
     data, val_items = training_data(config, tokenizer)
     log.info("loaded %d problems from %s (%d for validation); starting %d rollout instances", len(data.items),

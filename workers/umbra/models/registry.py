@@ -1,6 +1,6 @@
 """Resolve a run config's ``model`` field to a folder and its context length.
 
-Named models live under ``$UMBRA_MODEL_DIR`` (default ``<repo>/var/models``)
+Named models live under ``$UMBRA_MODEL_DIR`` (default ``$UMBRA_VAR_DIR/models``, else ``<repo>/var/models``)
 and are built at set-up by ``umbra prepare-model NAME``; nothing is downloaded.
 """
 from __future__ import annotations
@@ -16,9 +16,10 @@ NAMED_MODELS: dict[str, int] = {"tiny": 1024, "smollm2": 8192}
 
 
 def model_dir() -> Path:
-    """Folder that holds prepared named models."""
-    default = Path(__file__).resolve().parents[3] / "var" / "models"
-    return Path(os.environ.get("UMBRA_MODEL_DIR", default))
+    """Folder that holds prepared named models: ``$UMBRA_MODEL_DIR``, else ``$UMBRA_VAR_DIR/models``
+    (where the platform's settings look), else ``<repo>/var/models``."""
+    var = Path(os.environ.get("UMBRA_VAR_DIR") or Path(__file__).resolve().parents[3] / "var")
+    return Path(os.environ.get("UMBRA_MODEL_DIR") or var / "models")
 
 
 def resolve_model(name: str) -> Path:

@@ -4,11 +4,12 @@ from __future__ import annotations
 import argparse
 
 from rich.table import Table
+from rich.text import Text
 
 from umbra.client.api import ApiError, about_run
 from umbra.client.commands.args import run_id
 from umbra.client.output import add_json_flag, print_json
-from umbra.client.render import fmt_time, make_console, state_text, text
+from umbra.client.render import fmt_time, make_console, printable_log, state_text, text
 from umbra.client.session import connect
 
 
@@ -21,6 +22,12 @@ def add_parser(sub) -> None:
     add_json_flag(p)
 
 
+def _lines(reason: str) -> Text:
+    """A multi-line reason (a failure's last log lines) as lines in its cell, not ``?`` marks;
+    terminal escapes dropped as in ``umbra logs``."""
+    return Text(printable_log(str(reason)).rstrip("\n"))
+
+
 def events_table(events: list[dict]) -> Table:
     """at (local time), kind, from → to, reason."""
     table = Table(show_edge=False, pad_edge=False)
@@ -28,7 +35,7 @@ def events_table(events: list[dict]) -> Table:
         table.add_column(header)
     for e in events:
         table.add_row(text(fmt_time(e.get("at"), seconds=True)), text(e.get("kind")), text(e.get("from_state") or None),
-                      state_text(e.get("to_state") or None), text(e.get("reason") or ""))
+                      state_text(e.get("to_state") or None), _lines(e.get("reason") or ""))
     return table
 
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import getpass
+import sys
 import os
 
 from umbra.client import credentials
@@ -16,7 +17,8 @@ DEFAULT_URL = "http://127.0.0.1:8000"
 def add_parser(sub) -> None:
     """Add ``login [--url] [--username] [--password]``."""
     p = sub.add_parser("login", help="log in to an Umbra platform and store an API token",
-                       description="Prompts for what is not given (the password without echo). Stores the "
+                       description="Prompts for what is not given (the password without echo; from a pipe, its first "
+                                   "line: `pass show umbra | umbra login --username me`). Stores the "
                                    "URL and token in $UMBRA_CONFIG_DIR/credentials.json (default ~/.config/umbra).")
     p.add_argument("--url", help=f"platform URL (default: UMBRA_URL, the stored one, or {DEFAULT_URL})")
     p.add_argument("--username")
@@ -34,7 +36,12 @@ def _default_url() -> str:
 
 def _ask(prompt: str, flag: str, secret: bool = False) -> str:
     try:
-        value = getpass.getpass(f"{prompt}: ") if secret else input(f"{prompt}: ")
+        if secret and not sys.stdin.isatty():  # piped (`... | umbra login`): getpass would warn of echo
+            value = sys.stdin.readline().rstrip("\r\n")
+            if not value:
+                raise EOFError
+        else:
+            value = getpass.getpass(f"{prompt}: ") if secret else input(f"{prompt}: ")
     except EOFError:
         raise UsageError(f"no {flag[2:]} given: pass {flag}") from None
     if not value.strip():
