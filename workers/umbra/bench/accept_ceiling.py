@@ -119,11 +119,10 @@ def run(args: argparse.Namespace) -> int:
 
     from umbra.config import PROMPT_BUDGET
     from umbra.data.source import DataSource
-    from umbra.models.prepare import prepare
-    from umbra.models.registry import NAMED_MODELS, resolve_model
+    from umbra.models.prepare import model_folder
 
     try:
-        path = str(prepare(args.model) if args.model in NAMED_MODELS else resolve_model(args.model))
+        path = str(model_folder(args.model))
         tok = AutoTokenizer.from_pretrained(path)
         data = DataSource.from_dataset(args.data, tok, PROMPT_BUDGET, args.prompts, args.seed)
     except (ValueError, FileNotFoundError) as exc:

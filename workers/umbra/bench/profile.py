@@ -51,13 +51,13 @@ def run(args: argparse.Namespace) -> int:
         return _from_trace(args)
     import ray
 
-    from umbra.models.prepare import prepare
-    from umbra.models.registry import NAMED_MODELS, context_length, resolve_model
+    from umbra.models.prepare import model_folder
+    from umbra.models.registry import context_length
     from umbra.rollout.instance import start_instances
     from umbra.sim.step_model import StepModel, fit
 
     try:
-        path = str(prepare(args.model) if args.model in NAMED_MODELS else resolve_model(args.model))
+        path = str(model_folder(args.model))
         max_len = min(context_length(args.model), 3 * args.prompt_tokens + args.tokens + 8)
     except (ValueError, FileNotFoundError) as exc:
         print(f"umbra bench profile: {exc}", file=sys.stderr)

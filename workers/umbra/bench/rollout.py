@@ -80,12 +80,12 @@ def run(args: argparse.Namespace) -> int:
 
     from umbra.config import PROMPT_BUDGET
     from umbra.data.source import DataSource
-    from umbra.models.prepare import prepare
-    from umbra.models.registry import NAMED_MODELS, context_length, resolve_model
+    from umbra.models.prepare import model_folder
+    from umbra.models.registry import context_length
     from umbra.rollout.manager import RolloutManager, RolloutShape
 
     try:
-        path = str(prepare(args.model) if args.model in NAMED_MODELS else resolve_model(args.model))
+        path = str(model_folder(args.model))
         ctx = context_length(args.model)
         if args.max_tokens > ctx - PROMPT_BUDGET:
             raise ValueError(f"--max-tokens {args.max_tokens} exceeds what model '{args.model}' allows "

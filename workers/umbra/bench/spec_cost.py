@@ -55,13 +55,13 @@ def run(args: argparse.Namespace) -> int:
         return 2
     import ray
 
-    from umbra.models.prepare import prepare
-    from umbra.models.registry import NAMED_MODELS, context_length, resolve_model
+    from umbra.models.prepare import model_folder
+    from umbra.models.registry import context_length
     from umbra.rollout.instance import start_instances
     from umbra.speculative.server import start_draft_server
 
     try:
-        path = str(prepare(args.model) if args.model in NAMED_MODELS else resolve_model(args.model))
+        path = str(model_folder(args.model))
         max_len = min(context_length(args.model), args.prompt_tokens + args.tokens + 16)
     except (ValueError, FileNotFoundError) as exc:
         print(f"umbra bench spec-cost: {exc}", file=sys.stderr)

@@ -22,3 +22,8 @@ def prepare(name: str, force: bool = False) -> Path:
         return build_tiny_model(out)
     from umbra.models.smollm2 import prepare_smollm2
     return prepare_smollm2(out)
+
+
+def model_folder(name: str) -> Path:
+    """A bench's ``--model``: a named model's folder (built first if need be), else ``name`` as a path."""
+    return prepare(name) if name in NAMED_MODELS else resolve_model(name)
