@@ -53,3 +53,35 @@ def test_chunks_of_a_killed_instance_finish_on_the_other(ray_driver, doomed_inst
     finally:  # free both engines now: a later user of the pair gets new ones
         for inst in instances:
             ray.kill(inst)
+
+
+def test_an_instance_that_died_after_the_rollout_is_replaced_at_the_weight_sync(ray_driver, doomed_instances,
+                                                                                tiny_model_path, tmp_path):
+    """It died while the trainer ran (a run failed on it when the kill missed the rollout):
+    the sync starts a replacement with the same id, which loads the new weights; the run's
+    events say so."""
+    from pathlib import Path
+
+    from safetensors.torch import load, save_file
+
+    from tests.integration.conftest import _start
+    from umbra.rollout.instance_pool import InstancePool
+    from umbra.rollout.manager import RolloutManager, RolloutShape
+
+    ray = ray_driver
+    pool = InstancePool(doomed_instances, start=lambda n, first: _start(n, tiny_model_path, first_id=first))
+    manager = RolloutManager(pool, RolloutShape(4, 16, 1.0, 512, 64, 16, 1))
+    tensors = load((Path(tiny_model_path) / "model.safetensors").read_bytes())
+    tensors["lm_head.weight"] = tensors["model.embed_tokens.weight"].clone()  # tied, as the trainer sends it
+    save_file(tensors, str(tmp_path / "v1.safetensors"))
+    victim = doomed_instances[1]
+    os.kill(ray.get(victim.ready.remote())["pid"], signal.SIGKILL)
+    try:
+        answers = manager.load_weights(str(tmp_path / "v1.safetensors"), 1)
+        assert len(answers) == 2 and all(answers)  # both loaded the file, the replacement too
+        assert manager.instances[1] is not victim
+        assert [ray.get(i.ready.remote())["policy_version"] for i in manager.instances] == [1, 1]
+        assert any("rollout instance 1 died before the weight sync of policy version 1" in n for n in manager._notes)
+    finally:
+        for inst in manager.instances:
+            ray.kill(inst)

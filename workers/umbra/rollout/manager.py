@@ -204,11 +204,22 @@ class RolloutManager:
     def load_weights(self, source, version: int, only: list[int] | None = None) -> list:
         """Ask instances (all, or the indices ``only``) to load ``source`` (a shared-memory
         file path or safetensors bytes); returns each one's answer (None: path not on its node).
-        Called by the weight sync, which then sets ``policy_version``."""
+        Called by the weight sync, which then sets ``policy_version``. An instance that died
+        since the rollout (ours: between its last chunk and this sync, while the trainer ran) is
+        replaced, and the replacement loads ``source``, as one that dies between iterations."""
         import ray
+        from ray.exceptions import RayActorError
 
-        targets = [self.instances[i] for i in (range(len(self.instances)) if only is None else only)]
-        return ray.get([inst.load_weights.remote(source, version) for inst in targets])
+        indices = list(range(len(self.instances)) if only is None else only)
+        refs = [self.instances[i].load_weights.remote(source, version) for i in indices]
+        answers = []
+        for i, ref in zip(indices, refs):
+            try:
+                answers.append(ray.get(ref))
+            except RayActorError:
+                self._notes.append(self.pool.replace(i, f"died before the weight sync of policy version {version}"))
+                answers.append(ray.get(self.instances[i].load_weights.remote(source, version)))
+        return answers
 
     def shutdown(self) -> None:
         """Stop every engine (best effort: a dead actor must not hide the error that ended the run)."""
