@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import argparse
 import getpass
-import sys
 import os
+import sys
 
 from umbra.client import credentials
 from umbra.client.api import ApiClient, ApiError
