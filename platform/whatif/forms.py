@@ -121,9 +121,10 @@ class SimulationForm(forms.Form):
                 self.add_error("trace_policy", f"the trace records: {', '.join(trace_policies(trace)) or '(none)'}")
                 return data
         if data.get("accept_len") is None:
-            from whatif.simulator import DEFAULT_ACCEPT_LEN, measured_accept_len
+            from umbra.sim.spec_model import ASSUMED_ACCEPT_LEN
+            from whatif.simulator import measured_accept_len
 
-            data["accept_len"] = measured_accept_len(run) if run is not None else DEFAULT_ACCEPT_LEN
+            data["accept_len"] = measured_accept_len(run) if run is not None else ASSUMED_ACCEPT_LEN
         label = kind if kind in PRESETS else (f"run #{run.pk}" if run else f"upload {data['trace_file'].name}")[:200]
         params = {"workload": kind, "label": label, "group_size": data.get("group_size") or 8,
                   "instances": data.get("instances"), "kv_tokens": data.get("kv_tokens"),

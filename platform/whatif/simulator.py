@@ -90,9 +90,6 @@ def run_trace_rows(run, iteration: int | None = None) -> tuple[int, list[dict], 
     return t.iteration, rows, t.requests
 
 
-DEFAULT_ACCEPT_LEN = 2.0  # a preset's or an uploaded trace's: what grouped drafts may reach (SEER.md)
-
-
 def measured_accept_len(run) -> float:
     """The accept length to simulate a run's trace with (ours): its mean
     ``rollout/spec/accept_len`` where it speculated, else 1.0 (no draft measured, none assumed),

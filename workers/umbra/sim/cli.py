@@ -11,6 +11,7 @@ import time
 
 from umbra.rollout.policies.variants import ABLATION, DEFAULT_VARIANTS, ENGINE_ONLY, KV_RESERVES, SIM_VARIANT_NAMES
 from umbra.sim.compare import simulate_policies, trace_cluster_workload
+from umbra.sim.spec_model import ASSUMED_ACCEPT_LEN
 
 MAX_CHUNKS_PER_REQUEST = 1024  # bounds the events of a simulation
 FIELDS = ("rollout_time_s", "throughput_tok_s", "tail_time_s", "idle_frac", "preemptions", "migrations",
@@ -25,7 +26,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"default: {','.join(DEFAULT_VARIANTS)} (with --vs-trace: every policy the trace recorded)")
     p.add_argument("--ablation", action="store_true", help="Seer Table 4 shape: + divided, + context, + grouped SD")
     p.add_argument("--chunk-tokens", type=int, default=None, help="seer chunk size (default: max_tokens / 32)")
-    p.add_argument("--accept-len", type=float, default=2.0,
+    p.add_argument("--accept-len", type=float, default=ASSUMED_ACCEPT_LEN,
                    help="grouped speculative decoding: tokens per verification step at full draft length")
     p.add_argument("--draft-frac", type=float, default=1.0, help="share of rows that find a group draft")
     p.add_argument("--spec-overhead", type=float, default=0.0,

@@ -8,6 +8,10 @@ from dataclasses import dataclass
 from umbra.sim.step_model import StepModel
 from umbra.speculative.draft_length import AcceptanceStats, choose_draft_length
 
+# The accept length simulated where none was measured (presets, uploaded traces): what grouped
+# drafts may reach (SEER.md); a run's own trace uses its measured one (whatif.simulator).
+ASSUMED_ACCEPT_LEN = 2.0
+
 
 @dataclass(frozen=True)
 class SpecModel:
