@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from umbra.bench.spec_bound import bound, run, shrink, stretches
+from umbra.bench.spec_bound import bound, run, shrink, step_time, stretches
 from umbra.bench.spec_cost import fit_step_cost
 
 COST = {"c0_s": 0.1, "row_s": 0.004, "draft_s": 0.007}
@@ -51,6 +51,23 @@ def test_cli_refuses_a_cost_file_without_a_fit(tmp_path, capsys):
 
     args = Args()
     args.cost, args.trace, args.policy, args.gamma_max, args.json_path = str(cost), str(trace), "seer-no-spec", 8, None
-    args.accept_rate = 1.0
+    args.accept_rate, args.cost_shape = 1.0, None
     assert run(args) == 2
     assert "no step-cost fit" in capsys.readouterr().err
+    cost.write_text(json.dumps({"shapes": {"qwen2.5-7b": {"fit": COST, "table": {}}}}))
+    assert run(args) == 2  # a GPU file names its shapes: one must be picked
+    assert "--cost-shape" in capsys.readouterr().err
+
+
+# a measured table (scripts/device/spec_cost_gpu.py): step seconds by batch, then draft length
+TABLE = dict(COST, table={"1": {"0": 0.010, "2": 0.012}, "8": {"0": 0.017, "2": 0.040}})
+
+
+def test_a_measured_table_is_interpolated_in_rows_and_beats_the_fit():
+    assert step_time(TABLE, 1, 2) == pytest.approx(0.012)
+    assert step_time(TABLE, 4, 0) == pytest.approx(0.010 + 0.007 * 3 / 7)  # between the batches
+    assert step_time(TABLE, 15, 2) == pytest.approx(0.040 + 0.028)  # beyond the largest: the last slope
+    assert step_time(TABLE, 1, 5) is None  # not measured: never chosen
+    f, g = shrink(1, TABLE, 8, 0.9)
+    assert g == 2 and f == pytest.approx(0.012 / ((1 + 0.9 + 0.81) * 0.010))
+    assert shrink(8, TABLE, 8, 0.5) == (1.0, 0)  # 0.040 s for 1.75 tokens: worse than two plain steps

@@ -25,7 +25,10 @@ import sys
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--trace", required=True, help="umbra bench rollout --trace JSONL")
     p.add_argument("--policy", default="seer-no-spec", help="the trace's rollout without speculation")
-    p.add_argument("--cost", required=True, help="umbra bench spec-cost --json output (with none and draft<g>)")
+    p.add_argument("--cost", required=True, help="umbra bench spec-cost --json output (with none and draft<g>), "
+                   "or scripts/device/spec_cost_gpu.py's (with --cost-shape)")
+    p.add_argument("--cost-shape", default=None,
+                   help="which model shape of a spec_cost_gpu.py file (its measured table is interpolated)")
     p.add_argument("--gamma-max", type=int, default=8)
     p.add_argument("--accept-rate", type=float, default=1.0,
                    help="acceptance per draft position (1.0: the oracle, every draft accepted; the "
@@ -35,17 +38,39 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", dest="json_path", default=None, help="write results here")
 
 
+def step_time(cost: dict, rows: int, g: int) -> float | None:
+    """Seconds of one step of ``rows`` rows verifying ``g`` draft tokens each: the measured
+    ``table`` (``{B: {g: s}}``) interpolated linearly in ``B`` when the cost has one (None for
+    a ``g`` it lacks), else the fitted ``c0 + c_row B + c_draft B g``."""
+    table = cost.get("table")
+    if not table:
+        return cost["c0_s"] + cost["row_s"] * rows + cost["draft_s"] * rows * g
+    points = sorted((int(b), by_g[str(g)]) for b, by_g in table.items() if str(g) in by_g)
+    if not points:
+        return None
+    if rows <= points[0][0] or len(points) == 1:
+        return points[0][1]
+    for (b0, t0), (b1, t1) in zip(points, points[1:]):
+        if rows <= b1:
+            return t0 + (t1 - t0) * (rows - b0) / (b1 - b0)
+    (b0, t0), (b1, t1) = points[-2], points[-1]
+    return t1 + (t1 - t0) * (rows - b1) / (b1 - b0)  # beyond the largest batch measured
+
+
 def shrink(rows: int, cost: dict, gamma_max: int, accept: float | list[float] = 1.0) -> tuple[float, int]:
     """``(f, g)``: the factor a drafter whose every draft position is accepted with probability
     ``accept`` (1: the oracle) shrinks a step of ``rows`` rows by, and its best draft length;
     ``accept`` may instead be ``[E(0), E(1), ...]``, tokens per row and step by draft length."""
-    base = cost["c0_s"] + cost["row_s"] * rows
+    base = step_time(cost, rows, 0)
     best, best_g = 1.0, 0
     profile = accept if isinstance(accept, list) else None
     for g in range(1, min(gamma_max, len(profile) - 1 if profile else gamma_max) + 1):
         # per row and step: E(g), Seer Alg. 1
         tokens = profile[g] if profile else sum(accept ** k for k in range(g + 1))
-        f = (base + cost["draft_s"] * rows * g) / (tokens * base)
+        t = step_time(cost, rows, g)
+        if t is None:
+            continue
+        f = t / (tokens * base)
         if f < best:
             best, best_g = f, g
     return best, best_g
@@ -95,7 +120,14 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         with open(args.cost) as fh:
-            cost = json.load(fh).get("fit")
+            cost = json.load(fh)
+        if "shapes" in cost:  # scripts/device/spec_cost_gpu.py: one shape's fit and measured table
+            if args.cost_shape not in cost["shapes"]:
+                raise ValueError(f"{args.cost} holds shapes {', '.join(cost['shapes'])}: pick one with --cost-shape")
+            shape = cost["shapes"][args.cost_shape]
+            cost = dict(shape["fit"], table=shape["table"])
+        else:
+            cost = cost.get("fit")
         if not cost:
             raise ValueError(f"{args.cost} holds no step-cost fit (time none and a draft<g> kind)")
         with open(args.trace) as fh:
@@ -120,7 +152,8 @@ def run(args: argparse.Namespace) -> int:
     out.update(tail_time_s=tail, cost=cost, policy=args.policy, accept_rate=args.accept_rate,
                accept_profile=profile)
     print(f"step cost: {1000 * cost['c0_s']:.1f} ms + {1000 * cost['row_s']:.2f} ms/row"
-          f" + {1000 * cost['draft_s']:.2f} ms/draft token")
+          f" + {1000 * cost['draft_s']:.2f} ms/draft token" + (
+              f" (fit; {args.cost_shape}'s measured table used)" if cost.get("table") else ""))
     who = "an oracle drafter (every draft accepted)" if args.accept_rate == 1 else \
         f"a drafter accepted {args.accept_rate:.2f} per position"
     if profile:
