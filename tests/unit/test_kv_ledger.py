@@ -175,6 +175,20 @@ def test_balance_moves_parked_requests_to_an_instance_that_holds_spread_fewer():
     assert len(moved) == moving.migrations == 2  # 4 vs 0 -> 2 vs 2, then balanced
 
 
+def test_with_a_global_kv_pool_parked_requests_balance_by_default():
+    # as above, but parked KV lives in a shared pool: a move costs nothing, so without any
+    # balance_spread the long requests spread over both instances once instance 1 empties
+    groups = make_groups([[1] * 5], 8, 40, 0)
+    kv = KVBudget([10_000, 10_000], 1, shared_kv=True)
+    first = _first_instances(SeerPolicy(chunk_tokens=4), make_groups([[1] * 5], 8, 40, 0), [4, 4], kv,
+                             {f"g0-r{i}": 40 for i in range(8)})
+    true_len = {rid: 40 if inst == 0 else 4 for rid, inst in first.items()}
+    pooled = SeerPolicy(chunk_tokens=4)
+    log = kv_rollout(pooled, groups, [4, 4], kv, true_len)
+    assert pooled.spread == 1 and {inst for rid, inst, *_ in log if first[rid] == 0} == {0, 1}
+    assert SeerPolicy(chunk_tokens=4, balance_spread=3).balance_spread == 3  # an explicit spread stays
+
+
 def test_a_full_instance_gives_up_the_lowest_ranked_parked_kv_and_counts_it():
     # One instance whose KV holds two started requests but not their growth.
     groups = make_groups([[1] * 4, [2] * 4], 1, 40, 0)

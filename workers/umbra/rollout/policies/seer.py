@@ -61,11 +61,14 @@ class SeerPolicy(Policy):
     - An instance with nothing running whose best parked request cannot grow gives up its
       lowest-ranked parked requests' KV until it can, equals included.
     - Anti-starvation: a request that has waited ``starvation_limit`` decisions goes first.
-    - ``balance_spread`` (None = off): a parked request's next chunk goes to the least loaded
-      instance holding at least that many fewer requests (running or parked) where it fits
-      above the growth reserve, re-prefilling its context there (a migration): instances
-      whose loads drift apart slow the longest requests down (measured in the simulator:
-      moonlight 90% -> 99% of ``oracle-lfs``).
+    - ``balance_spread`` (None = off, or 1 with a global KV pool): a parked request's next
+      chunk goes to the least loaded instance holding at least that many fewer requests
+      (running or parked) where it fits above the growth reserve, re-prefilling its context
+      there (a migration): instances whose loads drift apart slow the longest requests down
+      (measured in the simulator: moonlight 90% -> 99% of ``oracle-lfs``). With
+      ``KVBudget.shared_kv`` (the paper's global pool) a move re-prefills nothing, so the
+      default there is 1: every chunk may go to a less loaded instance, as Seer §3.2's
+      request-level balancing over the pool lets it.
     - ``length_history`` (True, or a :class:`~umbra.rollout.policies.length_history.LengthHistory`;
       kept across rollouts): a group's estimate starts at the longest remembered response to
       its prompt instead of unknown, and every finished response is remembered.
@@ -98,6 +101,8 @@ class SeerPolicy(Policy):
     def reset(self, groups, capacities, kv: KVBudget | None = None) -> None:
         super().reset(groups, capacities, kv)
         self.ledger = KVLedger(kv) if kv is not None and self.chunked else None
+        self.spread = self.balance_spread if self.balance_spread is not None else (
+            1 if self.ledger is not None and kv.shared_kv else None)
         if self.ledger is not None:
             longest = max((r.prompt_len + r.max_tokens for g in groups for r in g), default=0)
             if any(0 < c < self.ledger.blocks(longest) for c in self.ledger.capacity):
@@ -317,17 +322,17 @@ class SeerPolicy(Policy):
         return None
 
     def _balance_target(self, r: Request, h: int) -> int | None:
-        """An instance holding at least ``balance_spread`` fewer requests (running or parked)
-        than ``r``'s home ``h`` where ``r``'s next chunk fits above the growth reserve: the
-        least loaded such one, else None (ours)."""
+        """An instance holding at least ``spread`` fewer requests (running or parked) than
+        ``r``'s home ``h`` where ``r``'s next chunk fits above the growth reserve: the least
+        loaded such one, else None (ours)."""
         led = self.ledger
-        if self.balance_spread is None or led is None:
+        if self.spread is None or led is None:
             return None
         n_h, best, best_n = len(led.on[h]), None, None
         budget = self.chunk_budget(r)
         for j in range(len(self.capacities)):
             n_j = len(led.on[j])
-            if j == h or n_h - n_j < self.balance_spread or not self._slot(j) or self.capacities[j] <= 0:
+            if j == h or n_h - n_j < self.spread or not self._slot(j) or self.capacities[j] <= 0:
                 continue
             if (best_n is None or n_j < best_n) and led.fits(r, j, budget, self._reserve(j)):
                 best, best_n = j, n_j
