@@ -37,9 +37,11 @@ def fitted_step_model(records: list, policy: str | None = None) -> tuple[dict | 
     except (ValueError, TypeError, KeyError, IndexError, ZeroDivisionError, OverflowError):
         return None, ("SmolLM2-135M on 2 CPU cores (the default: this trace's chunks cannot determine a step "
                       "model, e.g. every chunk ran at the same batch size)")
-    return ({"c0": model.c0, "c_seq": model.c_seq, "c_ctx": model.c_ctx, "c_prefill": model.c_prefill},
+    return ({"c0": model.c0, "c_seq": model.c_seq, "c_ctx": model.c_ctx, "c_prefill": model.c_prefill,
+             "c_host": model.c_host},
             f"fitted to this trace ({len(samples)} chunks): T = {model.c0 * 1e3:.2f} ms + "
-            f"{model.c_seq * 1e3:.3f} ms/sequence + {model.c_ctx * 1e6:.3f} us/context token")
+            f"{model.c_seq * 1e3:.3f} ms/sequence + {model.c_ctx * 1e6:.3f} us/context token"
+            + (f" + {model.c_host * 1e3:.3f} ms per sequence on the host's other instances" if model.c_host else ""))
 
 
 def simulate(params: dict, trace: list[dict] | None) -> dict:

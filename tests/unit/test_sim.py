@@ -145,6 +145,30 @@ def test_step_model_fit_recovers_coefficients(tmp_path):
             StepModel(*bad)  # each would hang or crash the simulator
 
 
+def test_step_model_fit_recovers_the_hosts_sharing_and_reads_old_files(tmp_path):
+    true = StepModel(c0=0.01, c_seq=0.004, c_ctx=2e-6, c_prefill=0.0, c_host=0.003)
+    samples = [(b, c, 0.0, true.seconds(b, c, 0.0, o), o) for b in (1, 4, 16) for c in (500, 5000) for o in (0, 8, 30)]
+    assert fit(samples).c_host == pytest.approx(0.003, rel=1e-6)
+    (tmp_path / "old.json").write_text(json.dumps({"c0": 0.01, "c_seq": 0.004, "c_ctx": 0, "c_prefill": 0}))
+    assert StepModel.from_json(str(tmp_path / "old.json")).c_host == 0.0  # saved before c_host: no sharing
+
+
+def test_instances_sharing_a_host_speed_up_when_the_other_goes_idle():
+    # two instances, one short and one long group: once the short one ends, the long one runs
+    # alone and (with c_host) decodes faster than it did beside the other
+    groups = [[(10, 100)] * 4, [(10, 400)] * 4]
+    alone = StepModel(c0=0.0, c_seq=0.01, c_ctx=0.0, c_prefill=0.0)
+    shared = StepModel(c0=0.0, c_seq=0.01, c_ctx=0.0, c_prefill=0.0, c_host=0.01)
+    ends = {}
+    for name, step in (("alone", alone), ("shared", shared)):
+        res = simulate(variant_policy("static-group"), Workload("h", groups, 400, Cluster(2, 100_000, 4, step)))
+        ends[name] = sorted(max(c.finish_s for c in r.chunks) for r in res.requests)
+    assert ends["alone"][0] == pytest.approx(100 * 0.04) and ends["alone"][-1] == pytest.approx(400 * 0.04)
+    # beside the other (4 + 4 sequences) a step takes 0.08 s; after t = 8 s the long group runs alone
+    assert ends["shared"][0] == pytest.approx(100 * 0.08)
+    assert ends["shared"][-1] == pytest.approx(8 + 300 * 0.04)
+
+
 def test_verl_preempts_under_kv_pressure_and_the_ledger_does_not():
     # 2 groups x 8 requests of 300 tokens on one instance holding 2,000 tokens: vLLM-style
     # admission fills the cache and must preempt; Seer's ledger admits by KV and never does.
@@ -190,6 +214,10 @@ def test_trace_samples_count_only_chunks_of_the_same_policy_rollout():
     # two policies' rollouts, each timed from 0 on instance 0: never one batch of 2
     recs = [{"policy": p, "prompt_tokens": 10, "chunks": [[0, 0.0, 32.0, 32]]} for p in ("a", "b")]
     assert [s[0] for s in samples_from_trace(recs)] == [1, 1]
+    # with a shared host, a chunk on the same rollout's other instance counts as its load
+    recs.append({"policy": "a", "prompt_tokens": 10, "chunks": [[1, 0.0, 16.0, 16]]})
+    assert sorted(s[4] for s in samples_from_trace(recs, shared_host=True)) == [0, 0, 1]
+    assert [s[4] for s in samples_from_trace(recs)] == [0, 0, 0]  # by default instances are apart
 
 
 def test_versus_trace_takes_each_policy_cluster_and_checks_every_workload():

@@ -29,6 +29,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--from-trace", default=None, metavar="PATH",
                    help="fit from a recorded rollout (`umbra bench rollout --trace`) instead of timing batches")
     p.add_argument("--trace-policy", default=None, help="with --from-trace: whose records (default: all)")
+    p.add_argument("--shared-host", action="store_true",
+                   help="with --from-trace: the trace's instances shared one machine (umbra bench rollout): "
+                        "also fit c_host, what a token decoded on another instance adds to a step")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -110,13 +113,13 @@ def _from_trace(args: argparse.Namespace) -> int:
             raise ValueError("every line must be a JSON object")
         if args.trace_policy:
             records = [r for r in records if r.get("policy") == args.trace_policy]
-        samples = samples_from_trace(records)
+        samples = samples_from_trace(records, shared_host=args.shared_host)
         model = fit(samples)
     except (OSError, ValueError, TypeError, KeyError, RecursionError) as exc:
         print(f"umbra bench profile: {args.from_trace}: {str(exc)[:300]}", file=sys.stderr)
         return 2
     model.to_json(args.out, source=args.from_trace, policy=args.trace_policy, samples=len(samples))
     print(json.dumps({"c0": model.c0, "c_seq": model.c_seq, "c_ctx": model.c_ctx, "c_prefill": model.c_prefill,
-                      "samples": len(samples)}))
+                      "c_host": model.c_host, "samples": len(samples)}))
     print(f"saved {args.out}")
     return 0

@@ -9,7 +9,8 @@ progress pass (the step time is re-read as contexts grow), or (engine admission)
 cache fills. A joining chunk first stalls its instance for its prefill: one token when its
 KV is resident there (chunk ends are KV-block aligned), its whole context after a move or a
 given-up KV unless ``shared_kv`` (a global KV pool), its prompt on first placement unless a
-request of its group already ran there.
+request of its group already ran there. With a step model's ``c_host`` the instances share one
+host: a change of any batch re-reads every instance's step time.
 
 KV is held on demand: a running request holds its prompt plus what it generated. How much
 runs at once follows the policy's admission rule (``Policy.admission``): a worst-case cap
@@ -96,7 +97,8 @@ def simulate(policy, workload: Workload, spec: SpecModel | None = None, shared_k
             return
         g = spec.draft_length(inst.n, inst.ctx, step) if spec else 0
         per_step = spec.tokens_per_step(g) if spec else 1.0
-        seconds = step.seconds(inst.n, inst.ctx, spec.draft_frac * g if spec else 0.0)
+        others = sum(o.n for o in insts) - inst.n if step.c_host else 0  # the host's other instances
+        seconds = step.seconds(inst.n, inst.ctx, spec.draft_frac * g if spec else 0.0, others)
         inst.rate = per_step / (seconds * (1.0 + spec.overhead) if spec else seconds)
         dv = min(inst.heap[0][0] - inst.v, refresh)
         if admission == "engine":  # the KV cache fills when every running context has grown this far
@@ -213,6 +215,8 @@ def simulate(policy, workload: Workload, spec: SpecModel | None = None, shared_k
                 preempt(i, t)
             for j in touched:
                 admit(j, t)
+        if step.c_host:  # a batch changed: every instance of the host steps at a new speed
+            touched = range(len(insts))
         for j in touched:
             if j != i:
                 insts[j].advance(t)
