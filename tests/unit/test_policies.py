@@ -166,3 +166,23 @@ def test_every_list_of_policy_names_agrees_with_the_policy_classes():
     assert set(get_args(RolloutPolicy)) <= set(POLICIES) and "oracle-lfs" in POLICIES
     assert set(VARIANT_NAMES) == set(BASELINES) | set(SEER_VARIANTS) and set(DEFAULT_VARIANTS) <= set(VARIANT_NAMES)
     assert all(variant(n, 8).policy in POLICIES for n in VARIANT_NAMES)
+
+
+@pytest.mark.parametrize("group_floor", [False, True])
+def test_group_floor_raises_a_groups_estimate_to_a_running_members_length(group_floor):
+    # one group of 3: its probe ends at 3 tokens (estimate 3); a sibling then runs a 12-token
+    # chunk without ending. With group_floor the group's estimate rises to 12, and its waiting
+    # member ranks by it; without, the estimate stays at the probe's 3 (Alg. 2 as written).
+    groups = make_groups([[1]], 3, 50, 0)
+    p = SeerPolicy(chunk_tokens=12, group_floor=group_floor)
+    p.reset(groups, [1])
+    (d,) = p.next_dispatches()
+    d.request.add_chunk(0, [5, 6, 7], "stop", 0.0, 1.0)
+    p.on_chunk_done(d.request, 0)
+    (d,) = p.next_dispatches()
+    assert d.request.request_id == "g0-r1"
+    d.request.add_chunk(0, list(range(12)), "length", 1.0, 2.0)
+    p.on_chunk_done(d.request, 0)
+    waiting = p.by_id["g0-r2"]
+    assert p.estimate[0] == (12 if group_floor else 3)
+    assert p._key(waiting) == (1, -(12 if group_floor else 3), 1)

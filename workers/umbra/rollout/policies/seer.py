@@ -39,6 +39,9 @@ class SeerPolicy(Policy):
     Ours, where the paper is silent:
     - ``estimate_floor``: a request that has generated more than its group's estimate is
       ranked by what it has generated (the open question in SEER.md).
+    - ``group_floor``: such a request also raises its group's estimate to what it has
+      generated (the group's longest response is at least that long), so the group's waiting
+      requests rank by it too.
     - Tie-break among equal estimates: a started request before a new one (its KV is held
       and it frees it sooner), then first come.
     - A new request is admitted only while the instance keeps a growth reserve free for its
@@ -79,7 +82,7 @@ class SeerPolicy(Policy):
     def __init__(self, chunk_tokens: int = 64, divided: bool = True, context_aware: bool = True,
                  affinity_spread: int = 1, starvation_limit: int = 10_000, kv_block_tokens: int = 1,
                  estimate_floor: bool = True, growth_reserve: bool | str = "adaptive", length_history=None,
-                 balance_spread: int | None = None):
+                 balance_spread: int | None = None, group_floor: bool = False):
         if chunk_tokens < 1:
             raise ValueError("chunk_tokens must be >= 1")
         if kv_block_tokens < 1:
@@ -92,6 +95,7 @@ class SeerPolicy(Policy):
         self.affinity_spread = affinity_spread
         self.starvation_limit = starvation_limit
         self.estimate_floor = estimate_floor
+        self.group_floor = group_floor
         self.growth_reserve = growth_reserve
         self.balance_spread = balance_spread
         # True: a history of its own, kept across this object's rollouts (the run's policy object)
@@ -402,6 +406,8 @@ class SeerPolicy(Policy):
             self._update_estimate(request.group_id, request.num_generated)
             if self.length_history is not None:
                 self.length_history.record(request)
+        elif self.group_floor and self.estimate[request.group_id] is not None:  # None: max_tokens already
+            self._update_estimate(request.group_id, request.num_generated)
         super().on_chunk_done(request, instance)
 
     def _requeue(self, request: Request) -> None:
