@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -157,15 +158,28 @@ def main() -> int:
     p.add_argument("--repeats", type=int, default=10)
     p.add_argument("--json", default=None)
     a = p.parse_args()
+    try:
+        batches = [int(x) for x in a.batches.split(",")]
+        gammas = [int(x) for x in a.gammas.split(",")]
+        shapes = ["tiny"] if a.tiny else a.shapes.split(",")
+    except ValueError:
+        p.error("--batches and --gammas take comma-separated integers")
+    if min(batches) < 1 or min(gammas) < 0 or 0 not in gammas or a.context < 1 or a.repeats < 1:
+        p.error("--batches >= 1, --gammas >= 0 and holding 0 (a plain step), --context and --repeats >= 1")
+    if any(s not in SHAPES for s in shapes) or (a.tiny and a.shapes != p.get_default("shapes")):
+        p.error(f"--shapes takes some of {', '.join(k for k in SHAPES if k != 'tiny')} (--tiny alone for the toy)")
+    if a.json and (os.path.isdir(a.json) or not os.path.isdir(os.path.dirname(os.path.abspath(a.json)))):
+        p.error(f"--json: {a.json} is a folder or its folder does not exist")
     import torch
+
+    if a.device == "cuda" and not torch.cuda.is_available():
+        p.error("no CUDA device here: --device cpu (with --tiny) checks the script itself")
 
     dtype = torch.bfloat16 if a.device == "cuda" else torch.float32
     if a.device == "cuda":
         print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}", flush=True)
-    batches = [int(x) for x in a.batches.split(",")]
-    gammas = [int(x) for x in a.gammas.split(",")]
     out = {"config": vars(a), "shapes": {}}
-    for name in (["tiny"] if a.tiny else a.shapes.split(",")):
+    for name in shapes:
         t0 = time.time()
         torch.manual_seed(0)
         model = Decoder(SHAPES[name], a.device, dtype)

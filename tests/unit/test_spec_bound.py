@@ -71,3 +71,71 @@ def test_a_measured_table_is_interpolated_in_rows_and_beats_the_fit():
     f, g = shrink(1, TABLE, 8, 0.9)
     assert g == 2 and f == pytest.approx(0.012 / ((1 + 0.9 + 0.81) * 0.010))
     assert shrink(8, TABLE, 8, 0.5) == (1.0, 0)  # 0.040 s for 1.75 tokens: worse than two plain steps
+
+
+def _args(tmp_path, cost, **kw):
+    class Args:
+        pass
+
+    args = Args()
+    trace = tmp_path / "t.jsonl"
+    trace.write_text(json.dumps({"policy": "seer-no-spec", "finish_s": 10.0, "chunks": [[0, 0.0, 10.0, 64]]}) + "\n")
+    (tmp_path / "cost.json").write_text(json.dumps(cost))
+    args.cost, args.trace, args.policy, args.gamma_max, args.json_path = str(tmp_path / "cost.json"), str(trace), \
+        "seer-no-spec", 8, None
+    args.accept_rate, args.cost_shape, args.accept_profile = 1.0, "s", None
+    for k, v in kw.items():
+        setattr(args, k, v)
+    return args
+
+
+GOOD_SHAPE = {"fit": COST, "table": {"1": {"0": 0.01, "2": 0.012}, "8": {"0": 0.017, "2": 0.04}}}
+
+
+@pytest.mark.parametrize("cost", [
+    [], 3, {"shapes": []}, {"shapes": {"s": None}},
+    {"fit": {"c0_s": 0.1}}, {"fit": dict(COST, draft_s=-0.001)}, {"fit": dict(COST, c0_s="0.1")},
+    {"fit": COST, "shapes_": 1},
+    {"shapes": {"s": dict(GOOD_SHAPE, table={"1": {"2": 0.01}})}},          # no g = 0
+    {"shapes": {"s": dict(GOOD_SHAPE, table={"1": {"0": -0.01}})}},         # negative time
+    {"shapes": {"s": dict(GOOD_SHAPE, table={"1": {"0": 0}})}},             # zero time
+    {"shapes": {"s": dict(GOOD_SHAPE, table={"b1": {"0": 0.01}})}},
+    {"shapes": {"s": dict(GOOD_SHAPE, table={"4": {"0": 0.01}, "04": {"0": 0.02}})}},
+    {"shapes": {"s": dict(GOOD_SHAPE, table={"1": {"0": "x"}})}},
+    {"shapes": {"s": dict(GOOD_SHAPE, table=[])}},
+])
+def test_malformed_cost_files_get_one_line_errors(tmp_path, capsys, cost):
+    shape = None if isinstance(cost, dict) and "fit" in cost and "shapes_" not in cost else "s"
+    assert run(_args(tmp_path, cost, cost_shape=shape)) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("umbra bench spec-bound:") and "Traceback" not in err
+
+
+@pytest.mark.parametrize("profile", [[1, None], {"expected_tokens": [1, 5, 9]}, {"expected_tokens": "1234"},
+                                     {"expected_tokens": [1, -1]}, {"expected_tokens": [1, 1e9]}])
+def test_impossible_accept_profiles_are_refused(tmp_path, capsys, profile):
+    (tmp_path / "p.json").write_text(json.dumps(profile))
+    assert run(_args(tmp_path, {"shapes": {"s": GOOD_SHAPE}}, accept_profile=str(tmp_path / "p.json"))) == 2
+    assert "expected_tokens" in capsys.readouterr().err
+
+
+def test_bad_traces_flags_and_outputs_are_refused_up_front(tmp_path, capsys):
+    good = {"shapes": {"s": GOOD_SHAPE}}
+    assert run(_args(tmp_path, good)) == 0
+    assert run(_args(tmp_path, {"fit": COST}, cost_shape=None)) == 0
+    for kw in ({"gamma_max": 0}, {"gamma_max": 10**6}, {"json_path": str(tmp_path)}, {"trace": "/dev/zero"},
+               {"cost_shape": "nosuch"}):
+        assert run(_args(tmp_path, good, **kw)) == 2
+    args = _args(tmp_path, good)
+    for line in ('{"policy": "seer-no-spec", "finish_s": 1, "chunks": [[0, 1.0, 2.0]]}',
+                 '{"policy": "seer-no-spec", "finish_s": 1, "chunks": [[0, 2.0, 1.0, 5]]}',
+                 '{"policy": "seer-no-spec", "finish_s": 1, "chunks": [[0, 0, Infinity, 5]]}',
+                 '{"policy": "seer-no-spec", "finish_s": 1, "chunks": []}'):
+        (tmp_path / "t.jsonl").write_text(line + "\n")
+        assert run(args) == 2
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_beyond_the_largest_batch_the_step_never_gets_cheaper():
+    noisy = dict(COST, table={"64": {"0": 0.0060}, "128": {"0": 0.0055}})  # B = 128 measured below B = 64
+    assert step_time(noisy, 1200, 0) == pytest.approx(0.0055)

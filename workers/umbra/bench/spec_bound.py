@@ -54,7 +54,8 @@ def step_time(cost: dict, rows: int, g: int) -> float | None:
         if rows <= b1:
             return t0 + (t1 - t0) * (rows - b0) / (b1 - b0)
     (b0, t0), (b1, t1) = points[-2], points[-1]
-    return t1 + (t1 - t0) * (rows - b1) / (b1 - b0)  # beyond the largest batch measured
+    # beyond the largest batch measured: its last slope, never falling (a noisy pair may)
+    return t1 + max(0.0, t1 - t0) * (rows - b1) / (b1 - b0)
 
 
 def shrink(rows: int, cost: dict, gamma_max: int, accept: float | list[float] = 1.0) -> tuple[float, int]:
@@ -116,52 +117,52 @@ def bound(records: list[dict], cost: dict, gamma_max: int, tail_from: float | No
 
 def run(args: argparse.Namespace) -> int:
     """Print the bound; returns the exit code (2 on bad input)."""
+    import os
+
+    from umbra.bench.spec_inputs import load_cost, load_profile, load_trace
     from umbra.rollout.metrics import tail_time
 
     try:
-        with open(args.cost) as fh:
-            cost = json.load(fh)
-        if "shapes" in cost:  # scripts/device/spec_cost_gpu.py: one shape's fit and measured table
-            if args.cost_shape not in cost["shapes"]:
-                raise ValueError(f"{args.cost} holds shapes {', '.join(cost['shapes'])}: pick one with --cost-shape")
-            shape = cost["shapes"][args.cost_shape]
-            cost = dict(shape["fit"], table=shape["table"])
-        else:
-            cost = cost.get("fit")
-        if not cost:
-            raise ValueError(f"{args.cost} holds no step-cost fit (time none and a draft<g> kind)")
-        with open(args.trace) as fh:
-            records = [rec for rec in map(json.loads, filter(str.strip, fh)) if rec.get("policy") == args.policy]
-        if not records:
-            raise ValueError(f"{args.trace} holds no requests of policy {args.policy}")
-        profile = None
-        if args.accept_profile:
-            with open(args.accept_profile) as fh:
-                profile = [float(x) for x in json.load(fh).get("expected_tokens") or []]
-            if len(profile) < 2:
-                raise ValueError(f"{args.accept_profile} holds no expected_tokens (umbra bench accept-ceiling --json)")
-    except (OSError, ValueError) as exc:
+        if not 0.0 <= args.accept_rate <= 1.0:
+            raise ValueError("--accept-rate must be within 0..1")
+        if not 1 <= args.gamma_max <= 64:
+            raise ValueError("--gamma-max must be within 1..64")
+        if args.json_path and (os.path.isdir(args.json_path)
+                               or not os.path.isdir(os.path.dirname(os.path.abspath(args.json_path)))):
+            raise ValueError(f"--json: {args.json_path} is a folder or its folder does not exist")
+        cost = load_cost(args.cost, getattr(args, "cost_shape", None))
+        records = load_trace(args.trace, args.policy)
+        profile = load_profile(args.accept_profile) if getattr(args, "accept_profile", None) else None
+    except ValueError as exc:
         print(f"umbra bench spec-bound: {exc}", file=sys.stderr)
         return 2
     finishes = [r["finish_s"] for r in records]
     tail = tail_time(0.0, finishes)
-    if not 0.0 <= args.accept_rate <= 1.0:
-        print("umbra bench spec-bound: --accept-rate must be within 0..1", file=sys.stderr)
-        return 2
     out = bound(records, cost, args.gamma_max, max(finishes) - tail, profile or args.accept_rate)
     out.update(tail_time_s=tail, cost=cost, policy=args.policy, accept_rate=args.accept_rate,
                accept_profile=profile)
-    print(f"step cost: {1000 * cost['c0_s']:.1f} ms + {1000 * cost['row_s']:.2f} ms/row"
-          f" + {1000 * cost['draft_s']:.2f} ms/draft token" + (
-              f" (fit; {args.cost_shape}'s measured table used)" if cost.get("table") else ""))
+    if cost.get("table"):
+        batches = sorted(map(int, cost["table"]))
+        print(f"step cost: {args.cost_shape}'s measured table (B = {batches[0]}..{batches[-1]}), interpolated in B")
+    else:
+        print(f"step cost: {1000 * cost['c0_s']:.1f} ms + {1000 * cost['row_s']:.2f} ms/row"
+              f" + {1000 * cost['draft_s']:.2f} ms/draft token")
     who = "an oracle drafter (every draft accepted)" if args.accept_rate == 1 else \
         f"a drafter accepted {args.accept_rate:.2f} per position"
     if profile:
-        who = f"the best token drafter of {args.accept_profile} (E(8) = {profile[min(8, len(profile) - 1)]:.2f})"
+        g = min(8, len(profile) - 1)
+        who = f"the best token drafter of {args.accept_profile} (E({g}) = {profile[g]:.2f})"
     print(f"{args.policy}: busiest instance {out['busy_s']:.1f} s; {who} "
           f"{out['oracle_busy_s']:.1f} s: at most {out['speedup']:.2f}x")
-    print(f"tail ({tail:.1f} s): at most {out['tail_speedup']:.2f}x faster "
-          f"({out['tail_busy_s']:.1f} -> {out['tail_oracle_s']:.1f} s busy on the tail's instances)")
+    if tail >= 1.0:
+        print(f"tail ({tail:.1f} s): at most {out['tail_speedup']:.2f}x faster "
+              f"({out['tail_busy_s']:.1f} -> {out['tail_oracle_s']:.1f} s busy on the tail's instances)")
+    else:  # e.g. clipped responses that all end together
+        print(f"tail ({tail:.3f} s): too short to bound")
+    widest = max((int(b) for b in cost.get("table") or {}), default=None)
+    if widest is not None and max(out["best_draft_by_rows"], default=0) > widest:
+        print(f"note: the trace runs up to {max(out['best_draft_by_rows'])} rows; the table stops at B = {widest}, "
+              "so larger batches are extrapolated from its last two batch sizes")
     spans: list[list[int]] = []  # [first rows, last rows, draft length]
     for b, g in out["best_draft_by_rows"].items():
         if spans and spans[-1][2] == g and spans[-1][1] == b - 1:
