@@ -187,6 +187,9 @@ def test_with_a_global_kv_pool_parked_requests_balance_by_default():
     log = kv_rollout(pooled, groups, [4, 4], kv, true_len)
     assert pooled.spread == 1 and {inst for rid, inst, *_ in log if first[rid] == 0} == {0, 1}
     assert SeerPolicy(chunk_tokens=4, balance_spread=3).balance_spread == 3  # an explicit spread stays
+    off = SeerPolicy(chunk_tokens=4, balance_spread=0)  # 0 turns it off, even over a shared pool
+    log = kv_rollout(off, make_groups([[1] * 5], 8, 40, 0), [4, 4], kv, true_len)
+    assert off.spread is None and {inst for rid, inst, *_ in log if first[rid] == 0} == {0}
 
 
 def test_a_full_instance_gives_up_the_lowest_ranked_parked_kv_and_counts_it():

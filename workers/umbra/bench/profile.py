@@ -43,8 +43,9 @@ def run(args: argparse.Namespace) -> int:
         for flag in ("instances", "tokens", "prompt_tokens", "kv_cache_gib"):
             if getattr(args, flag) < 1:
                 raise ValueError(f"--{flag.replace('_', '-')} must be >= 1")
-        if not os.path.isdir(os.path.dirname(os.path.abspath(args.out))) or os.path.isdir(args.out):
-            raise ValueError(f"--out: {args.out} is a folder or its folder does not exist")
+        if not args.out or not os.path.isdir(os.path.dirname(os.path.abspath(args.out))) or os.path.isdir(args.out) \
+                or not os.access(os.path.dirname(os.path.abspath(args.out)), os.W_OK):
+            raise ValueError(f"--out: {args.out!r} is a folder, or its folder does not exist or cannot be written")
         if args.from_trace and (not os.path.isfile(args.from_trace) or os.path.getsize(args.from_trace) > 500_000_000):
             raise ValueError(f"--from-trace: {args.from_trace} is not a regular file of at most 500 MB")
     except ValueError as exc:
@@ -113,6 +114,8 @@ def _from_trace(args: argparse.Namespace) -> int:
             raise ValueError("every line must be a JSON object")
         if args.trace_policy:
             records = [r for r in records if r.get("policy") == args.trace_policy]
+            if not records:
+                raise ValueError(f"no records of policy {args.trace_policy}")
         samples = samples_from_trace(records, shared_host=args.shared_host)
         model = fit(samples)
     except (OSError, ValueError, TypeError, KeyError, RecursionError) as exc:

@@ -38,7 +38,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "their group estimates, one chunk until the instance first gives up KV and the estimate "
                         "from then on (adaptive), or none")
     p.add_argument("--balance-spread", type=int, default=None,
-                   help="seer: move a parked request to an instance holding this many fewer requests (ours; default off)")
+                   help="seer: move a parked request to an instance holding this many fewer requests (ours; default "
+                        "off; 0 also means off)")
     p.add_argument("--temperature", type=float, default=1.0)
     p.add_argument("--kv-cache-gib", type=int, default=1)
     p.add_argument("--max-num-seqs", type=int, default=256)

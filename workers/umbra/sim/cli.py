@@ -36,7 +36,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kv-reserve", choices=KV_RESERVES, default="adaptive",
                    help="seer: KV kept free for parked requests when admitting a new one")
     p.add_argument("--balance-spread", type=int, default=None,
-                   help="seer: move a parked request to an instance holding this many fewer requests (ours; default off)")
+                   help="seer: move a parked request to an instance holding this many fewer requests (ours; default "
+                        "off, or 1 with --shared-kv, where a move costs nothing; 0 turns it off)")
     p.add_argument("--instances", type=int, default=None, help="override the instance count")
     p.add_argument("--kv-tokens", type=int, default=None, help="override KV tokens per instance")
     p.add_argument("--max-batch", type=int, default=None, help="override the most requests per instance")
@@ -54,6 +55,13 @@ def _step(args):
 
     return StepModel.from_json(args.step_model) if args.step_model else (
         CPU_SMOLLM2 if args.workload.startswith("trace:") else None)
+
+
+def _spread(args) -> int | None:
+    """The balance spread the seer policies use (``SeerPolicy``: 1 under a shared KV pool unless set; 0: off)."""
+    if args.balance_spread is None:
+        return 1 if args.shared_kv else None
+    return args.balance_spread or None
 
 
 def _trace_rows(args) -> list[dict]:
@@ -74,6 +82,10 @@ def _workload(args):
     from umbra.sim.workload import preset_workload, with_cluster
 
     step = _step(args)
+    if step is not None and step.c_host and not args.workload.startswith("trace:"):
+        raise ValueError(f"{args.step_model} has c_host (instances sharing one machine, fitted from a bench trace); "
+                         f"the {args.workload} preset's instances have machines of their own: use a step model "
+                         "without it")
     if args.workload.startswith("trace:"):
         return trace_cluster_workload(_trace_rows(args), args.trace_policy, args.instances, args.kv_tokens,
                                       args.max_batch, step, args.workload)
@@ -127,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"workload {workload.name}: {n_req} requests in {len(workload.groups)} groups, max_tokens "
           f"{workload.max_tokens}, {workload.cluster.instances} instances x {workload.cluster.kv_tokens} KV tokens, "
           f"chunk {chunk}, accept_len {args.accept_len}{', shared KV' if args.shared_kv else ''}"
-          f"{f', balance spread {args.balance_spread}' if args.balance_spread else ''}", flush=True)
+          f"{f', balance spread {_spread(args)}' if _spread(args) else ''}", flush=True)
     t0 = time.perf_counter()
     results = simulate_policies(workload, names, chunk, spec, args.shared_kv, args.kv_reserve, args.balance_spread)
     wall = time.perf_counter() - t0
@@ -140,7 +152,7 @@ def run(args: argparse.Namespace) -> int:
         with open(args.json_path, "w") as fh:
             json.dump({"workload": workload.name, "meta": workload.meta, "chunk_tokens": chunk,
                        "accept_len": args.accept_len, "shared_kv": args.shared_kv, "wall_s": wall,
-                       "kv_reserve": args.kv_reserve, "balance_spread": args.balance_spread,
+                       "kv_reserve": args.kv_reserve, "balance_spread": _spread(args),
                        "results": {k: {f: v for f, v in r.items() if f != "records"} for k, r in results.items()}},
                       fh, indent=2)
     return 0

@@ -51,8 +51,10 @@ class StepModel:
                 raise ValueError("not a regular file of at most 10 MB")
             with open(path) as fh:
                 d = json.load(fh)
-            return cls(float(d["c0"]), float(d["c_seq"]), float(d["c_ctx"]), float(d["c_prefill"]),
-                       float(d.get("c_host", 0.0)))
+            values = [d["c0"], d["c_seq"], d["c_ctx"], d["c_prefill"], d.get("c_host", 0.0)]
+            if any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in values):
+                raise ValueError("every coefficient must be a number")
+            return cls(*map(float, values))
         except (OSError, ValueError, KeyError, TypeError, RecursionError) as exc:
             raise ValueError(f"{path}: not a step model ({exc})") from None
 
@@ -72,6 +74,11 @@ def fit(samples: list[tuple]) -> StepModel:
 
     if len(samples) < 3:
         raise ValueError("need at least 3 samples to fit a step model")
+    if not all(math.isfinite(v) for smp in samples for v in smp):
+        raise ValueError("the samples hold a time or size that is not a finite number")
+    if len({smp[0] * (1 + smp[2]) for smp in samples}) < 2:
+        raise ValueError("the samples do not determine a step model: every one ran the same batch size "
+                         "(time more batch sizes, or record a rollout with more requests than instance slots)")
     x = np.array([[1.0, s[0] * (1 + s[2]), s[1], s[4] if len(s) > 4 else 0.0] for s in samples])
     y = np.array([s[3] for s in samples])
     # relative error (ours): a rollout's tail runs at small batches, which plain least squares,

@@ -64,7 +64,7 @@ class SeerPolicy(Policy):
     - An instance with nothing running whose best parked request cannot grow gives up its
       lowest-ranked parked requests' KV until it can, equals included.
     - Anti-starvation: a request that has waited ``starvation_limit`` decisions goes first.
-    - ``balance_spread`` (None = off, or 1 with a global KV pool): a parked request's next
+    - ``balance_spread`` (None = off, or 1 with a global KV pool; 0 = off): a parked request's next
       chunk goes to the least loaded instance holding at least that many fewer requests
       (running or parked) where it fits above the growth reserve, re-prefilling its context
       there (a migration): instances whose loads drift apart slow the longest requests down
@@ -105,8 +105,8 @@ class SeerPolicy(Policy):
     def reset(self, groups, capacities, kv: KVBudget | None = None) -> None:
         super().reset(groups, capacities, kv)
         self.ledger = KVLedger(kv) if kv is not None and self.chunked else None
-        self.spread = self.balance_spread if self.balance_spread is not None else (
-            1 if self.ledger is not None and kv.shared_kv else None)
+        self.spread = (self.balance_spread or None) if self.balance_spread is not None else (
+            1 if self.ledger is not None and kv.shared_kv else None)  # 0: off, even under a shared pool
         if self.ledger is not None:
             longest = max((r.prompt_len + r.max_tokens for g in groups for r in g), default=0)
             if any(0 < c < self.ledger.blocks(longest) for c in self.ledger.capacity):

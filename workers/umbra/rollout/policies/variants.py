@@ -66,8 +66,8 @@ def variant(name: str, chunk_tokens: int, kv_block_tokens: int = 1, kv_reserve: 
     ValueError for other names."""
     if kv_reserve not in KV_RESERVES:
         raise ValueError(f"unknown KV reserve '{kv_reserve}': use {', '.join(KV_RESERVES)}")
-    if balance_spread is not None and balance_spread < 1:
-        raise ValueError("balance spread must be >= 1")
+    if balance_spread is not None and balance_spread < 0:
+        raise ValueError("balance spread must be >= 0 (0: off)")
     if name in BASELINES:
         return Variant(name, name, {})
     if name not in SEER_VARIANTS:
