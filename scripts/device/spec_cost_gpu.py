@@ -1,4 +1,4 @@
-"""GPU step cost of verifying draft tokens (needs only torch and transformers: no Ray, no vLLM).
+"""GPU step cost of verifying draft tokens (needs only torch: no transformers, Ray or vLLM).
 
 What ``umbra bench spec-cost`` measures on a vLLM engine, measured here on a GPU: the time of one decode step of ``B`` rows that each verify ``g`` draft
 tokens (a forward of ``B x (g + 1)`` tokens over a KV cache of ``--context`` tokens per row),

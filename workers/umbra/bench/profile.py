@@ -31,7 +31,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--trace-policy", default=None, help="with --from-trace: whose records (default: all)")
     p.add_argument("--shared-host", action="store_true",
                    help="with --from-trace: the trace's instances shared one machine (umbra bench rollout): "
-                        "also fit c_host, what a token decoded on another instance adds to a step")
+                        "also fit c_host, what each sequence decoding on another instance adds to a step")
 
 
 def run(args: argparse.Namespace) -> int:

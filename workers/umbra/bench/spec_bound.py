@@ -28,8 +28,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cost", required=True, help="umbra bench spec-cost --json output (with none and draft<g>), "
                    "or scripts/device/spec_cost_gpu.py's (with --cost-shape)")
     p.add_argument("--cost-shape", default=None,
-                   help="which model shape of a spec_cost_gpu.py file (its measured table is interpolated)")
-    p.add_argument("--gamma-max", type=int, default=8)
+                   help="which model shape of a spec_cost_gpu.py file: smollm2-135m or qwen2.5-7b (its measured "
+                        "table is interpolated)")
+    p.add_argument("--gamma-max", type=int, default=8, help="longest draft considered per step (1..64)")
     p.add_argument("--accept-rate", type=float, default=1.0,
                    help="acceptance per draft position (1.0: the oracle, every draft accepted; the "
                         "rollout bench's rows show what grouped drafts reach)")

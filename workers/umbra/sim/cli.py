@@ -139,7 +139,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"workload {workload.name}: {n_req} requests in {len(workload.groups)} groups, max_tokens "
           f"{workload.max_tokens}, {workload.cluster.instances} instances x {workload.cluster.kv_tokens} KV tokens, "
           f"chunk {chunk}, accept_len {args.accept_len}{', shared KV' if args.shared_kv else ''}"
-          f"{f', balance spread {_spread(args)}' if _spread(args) else ''}", flush=True)
+          f"{f', balance spread {_spread(args)}' if _spread(args) else (', balance off' if args.balance_spread == 0 else '')}",
+          flush=True)
     t0 = time.perf_counter()
     results = simulate_policies(workload, names, chunk, spec, args.shared_kv, args.kv_reserve, args.balance_spread)
     wall = time.perf_counter() - t0
