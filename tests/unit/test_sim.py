@@ -185,6 +185,19 @@ def test_verl_preempts_under_kv_pressure_and_the_ledger_does_not():
     assert m["rollout/reprefill_tokens"] > 0  # a preempted request's context is recomputed when it resumes
 
 
+def test_engine_admission_holds_a_groups_prompt_blocks_once():
+    # One group of 8 requests with 160-token prompts (10 full blocks of 16) and 16 tokens out,
+    # on an instance of 800 KV tokens: held once, the prompt leaves room for all eight
+    # (160 + 8 x 32 = 416 tokens at the end), so vLLM-style admission runs them together and
+    # never preempts; eight groups of one request each (no sharing, 8 x 176 tokens) cannot.
+    step = StepModel(c0=0.01, c_seq=0.001, c_ctx=0.0, c_prefill=0.0)
+    shared = simulate(variant_policy("verl"), Workload("s", [[(160, 16)] * 8], 16, Cluster(1, 800, 64, step)))
+    assert shared.preemptions == 0 and len({r.chunks[0].start_s for r in shared.requests}) == 1
+    apart = simulate(variant_policy("verl"), Workload("a", [[(160, 16)]] * 8, 16, Cluster(1, 800, 64, step)))
+    assert apart.preemptions > 0 or len({r.chunks[0].start_s for r in apart.requests}) > 1
+    assert shared.end_s < apart.end_s
+
+
 def variant_policy(name):
     return build(variant(name, 32, 16), None)
 

@@ -17,12 +17,14 @@ runs at once follows the policy's admission rule (``Policy.admission``): a worst
 ("cap"); the policy's KV ledger ("kv"); or, for ``verl``, vLLM's own scheduler ("engine"):
 the instance admits waiting requests first come while their context fits, and when a step
 needs KV that is not free it preempts the newest running request, whose context is
-recomputed when it resumes (vLLM's preemption by recompute).
+recomputed when it resumes (vLLM's preemption by recompute). The running requests of a
+group on one instance hold their prompt's full KV blocks once, as vLLM's prefix cache
+shares them.
 """
 from __future__ import annotations
 
 import heapq
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass
 
 from umbra.rollout.policies.kv_ledger import KVBudget
@@ -50,7 +52,7 @@ class SimResult:
 
 class _Instance:
     __slots__ = ("t", "stall_until", "v", "n", "ctx", "heap", "version", "rate", "prompts", "peak", "waiting",
-                 "admitted")
+                 "admitted", "shared", "groups")
 
     def __init__(self):
         self.t = self.stall_until = self.v = 0.0
@@ -59,6 +61,22 @@ class _Instance:
         self.prompts: set[int] = set()  # groups whose prompt is in this instance's prefix cache
         self.waiting: deque = deque()   # engine admission: requests not yet (or no longer) running
         self.admitted: list = []        # engine admission: running entries in admission order (newest last)
+        self.groups: Counter = Counter()  # engine admission: running requests per group
+        self.shared = 0.0               # engine admission: prompt tokens in ``ctx`` that share blocks
+
+    def kv(self) -> float:
+        """KV tokens the running requests hold (a group's full prompt blocks once)."""
+        return self.ctx - self.shared
+
+    def hold(self, r, sign: int) -> None:
+        """Engine admission: ``r`` starts (+1) or stops (-1) running; its prompt's full blocks
+        are shared while another request of its group runs."""
+        if sign < 0:
+            self.groups[r.group_id] -= 1
+        if self.groups[r.group_id] > 0:
+            self.shared += sign * (r.prompt_len // KV_BLOCK_TOKENS * KV_BLOCK_TOKENS)
+        if sign > 0:
+            self.groups[r.group_id] += 1
 
     def advance(self, t: float) -> None:
         """Move the clocks to ``t`` (no progress while stalled on a prefill)."""
@@ -102,7 +120,7 @@ def simulate(policy, workload: Workload, spec: SpecModel | None = None, shared_k
         inst.rate = per_step / (seconds * (1.0 + spec.overhead) if spec else seconds)
         dv = min(inst.heap[0][0] - inst.v, refresh)
         if admission == "engine":  # the KV cache fills when every running context has grown this far
-            dv = min(dv, max(0.0, (kv_cap - inst.ctx) / inst.n))
+            dv = min(dv, max(0.0, (kv_cap - inst.kv()) / inst.n))
         serial += 1
         heapq.heappush(events, (max(inst.t, inst.stall_until) + max(dv, 0.0) / inst.rate, serial, i, inst.version))
 
@@ -116,7 +134,7 @@ def simulate(policy, workload: Workload, spec: SpecModel | None = None, shared_k
         heapq.heappush(inst.heap, entry)
         inst.n += 1
         inst.ctx += context
-        inst.peak = max(inst.peak, inst.ctx)
+        inst.peak = max(inst.peak, inst.kv())
         return entry
 
     def first_prefill(r, inst: _Instance) -> int:
@@ -145,9 +163,11 @@ def simulate(policy, workload: Workload, spec: SpecModel | None = None, shared_k
         while inst.waiting and inst.n < cluster.max_batch:
             r = inst.waiting[0]
             context = r.prompt_len + r.num_generated
-            if inst.n and inst.ctx + context + 1 > kv_cap:
+            shared = r.prompt_len // KV_BLOCK_TOKENS * KV_BLOCK_TOKENS if inst.groups[r.group_id] else 0
+            if inst.n and inst.kv() + context - shared + 1 > kv_cap:
                 break
             inst.waiting.popleft()
+            inst.hold(r, 1)
             prefill = first_prefill(r, inst) if not r.num_generated else context  # a resumed one recomputes
             inst.prompts.add(r.group_id)
             inst.admitted.append(run(inst, r, r.tokens_this_chunk(r.remaining), t, t, prefill))
@@ -167,6 +187,7 @@ def simulate(policy, workload: Workload, spec: SpecModel | None = None, shared_k
         r.add_chunk(i, done, start, t, prefill)
         inst.n -= 1
         inst.ctx = max(0.0, inst.ctx - (context + progress))
+        inst.hold(r, -1)
         inst.waiting.appendleft(r)
         preemptions += 1
 
@@ -193,7 +214,7 @@ def simulate(policy, workload: Workload, spec: SpecModel | None = None, shared_k
             continue  # superseded by a later change on this instance
         count += 1
         inst.advance(t)
-        inst.peak = max(inst.peak, inst.ctx)  # KV held: the contexts grew since the last event
+        inst.peak = max(inst.peak, inst.kv())  # KV held: the contexts grew since the last event
         touched = {i}
         while inst.heap and inst.heap[0][0] <= inst.v + 1e-9 * max(1.0, inst.v):  # float slack
             entry = heapq.heappop(inst.heap)
@@ -201,6 +222,7 @@ def simulate(policy, workload: Workload, spec: SpecModel | None = None, shared_k
             inst.n -= 1
             if admission == "engine":
                 inst.admitted.remove(entry)
+                inst.hold(r, -1)
             inst.ctx = max(0.0, inst.ctx - (context + tokens))
             r.add_chunk(i, tokens, start, t, prefill)
             end = max(end, t)
@@ -211,7 +233,7 @@ def simulate(policy, workload: Workload, spec: SpecModel | None = None, shared_k
             if ledger is not None:
                 ledger_peak = max(ledger_peak, max(ledger.used))
         if admission == "engine":
-            while inst.n > 1 and inst.ctx >= kv_cap * (1 - 1e-9):
+            while inst.n > 1 and inst.kv() >= kv_cap * (1 - 1e-9):
                 preempt(i, t)
             for j in touched:
                 admit(j, t)
