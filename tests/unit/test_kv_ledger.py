@@ -192,6 +192,29 @@ def test_with_a_global_kv_pool_parked_requests_balance_by_default():
     assert off.spread is None and {inst for rid, inst, *_ in log if first[rid] == 0} == {0}
 
 
+def test_a_new_request_starts_where_its_group_prompt_is_held_while_it_fits():
+    # Two groups of 4 with 16-token prompts (4 blocks of 4) on two instances with ample slots.
+    # Their probes go to different instances; with group affinity every request follows its
+    # probe, so each instance holds one group's prompt blocks. Without it the most-free rule
+    # alternates and both instances hold both prompts.
+    def first(policy, kv):
+        groups = make_groups([[1] * 16, [2] * 16], 4, 8, 0)
+        return _first_instances(policy, groups, [8, 8], kv, {f"g{g}-r{i}": 8 for g in (0, 1) for i in range(4)})
+    roomy = KVBudget([400, 400], 4)
+    together = first(SeerPolicy(chunk_tokens=8), roomy)
+    assert {together[f"g0-r{i}"] for i in range(4)} != {together[f"g1-r{i}"] for i in range(4)}
+    assert all(len({together[f"g{g}-r{i}"] for i in range(4)}) == 1 for g in (0, 1))
+    spread = first(SeerPolicy(chunk_tokens=8, group_affinity=False), roomy)
+    assert all(len({spread[f"g{g}-r{i}"] for i in range(4)}) == 2 for g in (0, 1))
+    # Where the group's instance has no room for another chunk, the request goes elsewhere.
+    for capacity, want in ((400, 0), (24, 1)):  # 24 tokens: the prompt's 4 blocks + one chunk's 2
+        p = SeerPolicy(chunk_tokens=8, growth_reserve=False)
+        groups = make_groups([[1] * 16], 2, 8, 0)
+        p.reset(groups, [8, 8], KVBudget([capacity, 800], 4))
+        p.ledger.start(groups[0][0], 0, 8)
+        assert p._place_fresh(groups[0][1]) == want
+
+
 def test_a_full_instance_gives_up_the_lowest_ranked_parked_kv_and_counts_it():
     # One instance whose KV holds two started requests but not their growth.
     groups = make_groups([[1] * 4, [2] * 4], 1, 40, 0)

@@ -82,6 +82,10 @@ class KVLedger:
         res = self.residents.get(request_id)
         return res.instance if res else None
 
+    def holds_group(self, r, instance: int) -> bool:
+        """True when ``r``'s group has residents on ``instance`` (its prompt blocks are held there)."""
+        return self._group(r) in self.group_refs[instance]
+
     def free(self, instance: int) -> int:
         """Free blocks on ``instance``."""
         return self.capacity[instance] - self.used[instance]

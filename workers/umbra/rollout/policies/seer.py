@@ -72,6 +72,14 @@ class SeerPolicy(Policy):
       ``KVBudget.shared_kv`` (the paper's global pool) a move re-prefills nothing, so the
       default there is 1: every chunk may go to a less loaded instance, as Seer §3.2's
       request-level balancing over the pool lets it.
+    - ``group_affinity`` (default on): a request with no KV anywhere starts where its group's
+      prompt is resident, when its chunk fits there above the growth reserve (the most free KV
+      among such instances), else where most KV is free. Its prompt blocks are then shared
+      through the prefix cache instead of held (and prefilled) once more, and a group's KV
+      stays together as veRL's split by group keeps it. Measured in the simulator (no global
+      pool): moonlight 1.20x -> 1.26x ``verl``, kimi-k2 1.04x -> 1.06x, qwen2-vl-72b 1.17x
+      either way; on real engines (GSM8K, temperature 0.7) 0.89x -> 0.98x ``verl`` (level
+      by rollout time), where the split groups had left the ledger short of KV.
     - ``length_history`` (True, or a :class:`~umbra.rollout.policies.length_history.LengthHistory`;
       kept across rollouts): a group's estimate starts at the longest remembered response to
       its prompt instead of unknown, and every finished response is remembered.
@@ -82,7 +90,7 @@ class SeerPolicy(Policy):
     def __init__(self, chunk_tokens: int = 64, divided: bool = True, context_aware: bool = True,
                  affinity_spread: int = 1, starvation_limit: int = 10_000, kv_block_tokens: int = 1,
                  estimate_floor: bool = True, growth_reserve: bool | str = "adaptive", length_history=None,
-                 balance_spread: int | None = None, group_floor: bool = False):
+                 balance_spread: int | None = None, group_floor: bool = False, group_affinity: bool = True):
         if chunk_tokens < 1:
             raise ValueError("chunk_tokens must be >= 1")
         if kv_block_tokens < 1:
@@ -98,6 +106,7 @@ class SeerPolicy(Policy):
         self.group_floor = group_floor
         self.growth_reserve = growth_reserve
         self.balance_spread = balance_spread
+        self.group_affinity = group_affinity
         # True: a history of its own, kept across this object's rollouts (the run's policy object)
         self.length_history = LengthHistory() if length_history is True else (length_history or None)
         self.tight: set[int] = set()  # instances that gave up KV ("adaptive" reserve; kept across rollouts)
@@ -246,16 +255,19 @@ class SeerPolicy(Policy):
 
     def _place_fresh(self, r: Request) -> int | None:
         """Instance for a request with no KV anywhere: a free slot and, with a ledger, room for
-        its chunk above the growth reserve; the most free KV (else free slots) first."""
+        its chunk above the growth reserve; with ``group_affinity`` an instance holding its
+        group's prompt first; then the most free KV (else free slots) first."""
         budget = self.chunk_budget(r)
         best, best_key = None, None
+        led = self.ledger
         for i in range(len(self.capacities)):
             if not self._slot(i):
                 continue
-            if self.ledger is not None:
-                if not self.ledger.fits(r, i, budget, self._reserve(i)):
+            if led is not None:
+                if not led.fits(r, i, budget, self._reserve(i)):
                     continue
-                key = (self.ledger.free(i) - self._reserve(i), self.capacities[i] - self.running[i], -i)
+                grouped = self.group_affinity and led.holds_group(r, i)
+                key = (grouped, led.free(i) - self._reserve(i), self.capacities[i] - self.running[i], -i)
             else:
                 key = (self.capacities[i] - self.running[i], -i)
             if best_key is None or key > best_key:
