@@ -68,13 +68,17 @@ class _Instance:
         """KV tokens the running requests hold (a group's full prompt blocks once)."""
         return self.ctx - self.shared
 
+    def shareable(self, r) -> int:
+        """Tokens of ``r``'s context held once here while a request of its group runs: its
+        prompt's full blocks."""
+        return r.prompt_len // KV_BLOCK_TOKENS * KV_BLOCK_TOKENS if self.groups[r.group_id] else 0
+
     def hold(self, r, sign: int) -> None:
         """Engine admission: ``r`` starts (+1) or stops (-1) running; its prompt's full blocks
         are shared while another request of its group runs."""
         if sign < 0:
             self.groups[r.group_id] -= 1
-        if self.groups[r.group_id] > 0:
-            self.shared += sign * (r.prompt_len // KV_BLOCK_TOKENS * KV_BLOCK_TOKENS)
+        self.shared += sign * self.shareable(r)
         if sign > 0:
             self.groups[r.group_id] += 1
 
@@ -163,8 +167,7 @@ def simulate(policy, workload: Workload, spec: SpecModel | None = None, shared_k
         while inst.waiting and inst.n < cluster.max_batch:
             r = inst.waiting[0]
             context = r.prompt_len + r.num_generated
-            shared = r.prompt_len // KV_BLOCK_TOKENS * KV_BLOCK_TOKENS if inst.groups[r.group_id] else 0
-            if inst.n and inst.kv() + context - shared + 1 > kv_cap:
+            if inst.n and inst.kv() + context - inst.shareable(r) + 1 > kv_cap:
                 break
             inst.waiting.popleft()
             inst.hold(r, 1)
