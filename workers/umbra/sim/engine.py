@@ -19,7 +19,8 @@ the instance admits waiting requests first come while their context fits, and wh
 needs KV that is not free it preempts the newest running request, whose context is
 recomputed when it resumes (vLLM's preemption by recompute). The running requests of a
 group on one instance hold their prompt's full KV blocks once, as vLLM's prefix cache
-shares them.
+shares them (a group whose requests have prompts of different lengths, as the presets draw
+them, shares nothing: the ledger's rule).
 """
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ import heapq
 from collections import Counter, deque
 from dataclasses import dataclass
 
-from umbra.rollout.policies.kv_ledger import KVBudget
+from umbra.rollout.policies.kv_ledger import KVBudget, KVLedger
 from umbra.sim.request import SimRequest
 from umbra.sim.spec_model import SpecModel
 from umbra.sim.workload import Workload
@@ -61,7 +62,7 @@ class _Instance:
         self.prompts: set[int] = set()  # groups whose prompt is in this instance's prefix cache
         self.waiting: deque = deque()   # engine admission: requests not yet (or no longer) running
         self.admitted: list = []        # engine admission: running entries in admission order (newest last)
-        self.groups: Counter = Counter()  # engine admission: running requests per group
+        self.groups: Counter = Counter()  # engine admission: running requests per shared prompt (KVLedger.prompt_key)
         self.shared = 0.0               # engine admission: prompt tokens in ``ctx`` that share blocks
 
     def kv(self) -> float:
@@ -69,18 +70,18 @@ class _Instance:
         return self.ctx - self.shared
 
     def shareable(self, r) -> int:
-        """Tokens of ``r``'s context held once here while a request of its group runs: its
-        prompt's full blocks."""
-        return r.prompt_len // KV_BLOCK_TOKENS * KV_BLOCK_TOKENS if self.groups[r.group_id] else 0
+        """Tokens of ``r``'s context held once here while a request with the same prompt
+        runs (its group's, as the ledger counts them): its prompt's full blocks."""
+        return r.prompt_len // KV_BLOCK_TOKENS * KV_BLOCK_TOKENS if self.groups[KVLedger.prompt_key(r)] else 0
 
     def hold(self, r, sign: int) -> None:
         """Engine admission: ``r`` starts (+1) or stops (-1) running; its prompt's full blocks
         are shared while another request of its group runs."""
         if sign < 0:
-            self.groups[r.group_id] -= 1
+            self.groups[KVLedger.prompt_key(r)] -= 1
         self.shared += sign * self.shareable(r)
         if sign > 0:
-            self.groups[r.group_id] += 1
+            self.groups[KVLedger.prompt_key(r)] += 1
 
     def advance(self, t: float) -> None:
         """Move the clocks to ``t`` (no progress while stalled on a prefill)."""

@@ -67,7 +67,7 @@ class KVLedger:
         return r.prompt_len // self.block
 
     @staticmethod
-    def _group(r) -> tuple[int, int]:
+    def prompt_key(r) -> tuple[int, int]:
         """Requests that share prompt blocks: a group's (the simulator's workloads may give a
         group's requests prompts of different lengths; those share nothing)."""
         return r.group_id, r.prompt_len
@@ -84,7 +84,7 @@ class KVLedger:
 
     def holds_group(self, r, instance: int) -> bool:
         """True when ``r``'s group has residents on ``instance`` (its prompt blocks are held there)."""
-        return self._group(r) in self.group_refs[instance]
+        return self.prompt_key(r) in self.group_refs[instance]
 
     def free(self, instance: int) -> int:
         """Free blocks on ``instance``."""
@@ -96,7 +96,7 @@ class KVLedger:
         res = self.residents.get(r.request_id)
         if res is not None and res.instance == instance:
             return max(0, self.private(r, instance, tokens) - res.private)  # shared_kv: parked holds 0
-        group = self.group_refs[instance].get(self._group(r))
+        group = self.group_refs[instance].get(self.prompt_key(r))
         return self.private(r, instance, tokens) + (0 if group else self._prompt_blocks(r))
 
     def fits(self, r, instance: int, budget: int, reserve: int = 0) -> bool:
@@ -119,12 +119,12 @@ class KVLedger:
             res = None
         if res is None:
             refs = self.group_refs[instance]
-            group = refs.get(self._group(r))
+            group = refs.get(self.prompt_key(r))
             if group is None:
-                refs[self._group(r)] = group = [0, self._prompt_blocks(r)]
+                refs[self.prompt_key(r)] = group = [0, self._prompt_blocks(r)]
                 self.used[instance] += group[1]
             group[0] += 1
-            self.residents[r.request_id] = res = _Resident(instance, self._group(r), 0, True)
+            self.residents[r.request_id] = res = _Resident(instance, self.prompt_key(r), 0, True)
             self.on[instance].add(r.request_id)
         elif not res.running:
             self.n_parked[instance] -= 1

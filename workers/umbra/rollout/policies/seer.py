@@ -77,7 +77,7 @@ class SeerPolicy(Policy):
       among such instances), else where most KV is free. Its prompt blocks are then shared
       through the prefix cache instead of held (and prefilled) once more, and a group's KV
       stays together as veRL's split by group keeps it. Measured in the simulator (no global
-      pool): moonlight 1.20x -> 1.26x ``verl``, kimi-k2 1.04x -> 1.06x, qwen2-vl-72b 1.17x
+      pool): moonlight 1.21x -> 1.27x ``verl``, kimi-k2 1.04x -> 1.06x, qwen2-vl-72b 1.13x
       either way; on real engines (GSM8K, temperature 0.7) 0.89x -> 0.98x ``verl`` (level
       by rollout time), where the split groups had left the ledger short of KV.
     - ``length_history`` (True, or a :class:`~umbra.rollout.policies.length_history.LengthHistory`;
