@@ -254,3 +254,29 @@ def test_versus_trace_takes_each_policy_cluster_and_checks_every_workload():
     with pytest.raises(ValueError, match="too big"):
         versus_trace(rows, ["request-lb", "seer"], 4, None, False, "chunk", None, None, None,
                      StepModel(c0=1.0, c_seq=0.0, c_ctx=0.0, c_prefill=0.0), check=refuse)
+
+
+def test_a_trace_fit_takes_c_prefill_from_a_timed_profile(tmp_path, capsys):
+    import argparse
+
+    from umbra.bench import profile
+    from umbra.sim.step_model import StepModel
+
+    # chunks seen at batch 3, 2 and 1 on one instance: enough to fit c0 and c_seq
+    recs = [{"policy": "verl", "prompt_tokens": 10, "chunks": [[0, 0.0, 32.0 * (k + 1), 32]]} for k in range(3)]
+    trace = tmp_path / "trace.jsonl"
+    trace.write_text("\n".join(json.dumps(r) for r in recs))
+    timed = tmp_path / "timed.json"
+    StepModel(c0=0.01, c_seq=0.002, c_ctx=0.0, c_prefill=0.0005).to_json(str(timed))
+    p = argparse.ArgumentParser()
+    profile.add_arguments(p)
+    out = tmp_path / "fit.json"
+    assert profile.run(p.parse_args(["--from-trace", str(trace), "--out", str(out)])) == 0
+    assert StepModel.from_json(str(out)).c_prefill == 0.0  # a trace alone cannot see prefill
+    assert profile.run(p.parse_args(["--from-trace", str(trace), "--out", str(out), "--prefill-from", str(timed)])) == 0
+    assert StepModel.from_json(str(out)).c_prefill == pytest.approx(0.0005)
+    capsys.readouterr()
+    assert profile.run(p.parse_args(["--out", str(out), "--prefill-from", str(timed)])) == 2
+    assert "--prefill-from goes with --from-trace" in capsys.readouterr().err
+    assert profile.run(p.parse_args(["--from-trace", str(trace), "--out", str(out), "--prefill-from", str(trace)])) == 2
+    assert "not a step model" in capsys.readouterr().err

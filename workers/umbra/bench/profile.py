@@ -8,6 +8,7 @@ this machine's cores by the instances, as in a real rollout.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -32,6 +33,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--shared-host", action="store_true",
                    help="with --from-trace: the trace's instances shared one machine (umbra bench rollout): "
                         "also fit c_host, what each sequence decoding on another instance adds to a step")
+    p.add_argument("--prefill-from", default=None, metavar="PATH",
+                   help="with --from-trace: take c_prefill (seconds per prefilled token) from this step model, "
+                        "saved by a timed `umbra bench profile`; a trace's chunks do not record what they prefilled, "
+                        "so without it the fit charges preemption recompute and re-prefill nothing")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -48,6 +53,8 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(f"--out: {args.out!r} is a folder, or its folder does not exist or cannot be written")
         if args.from_trace and (not os.path.isfile(args.from_trace) or os.path.getsize(args.from_trace) > 500_000_000):
             raise ValueError(f"--from-trace: {args.from_trace} is not a regular file of at most 500 MB")
+        if args.prefill_from and not args.from_trace:
+            raise ValueError("--prefill-from goes with --from-trace (a timed profile measures c_prefill itself)")
     except ValueError as exc:
         print(f"umbra bench profile: {exc}", file=sys.stderr)
         return 2
@@ -105,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _from_trace(args: argparse.Namespace) -> int:
     """Fit the step model to the chunks of a recorded rollout; returns the exit code."""
-    from umbra.sim.step_model import fit, samples_from_trace
+    from umbra.sim.step_model import StepModel, fit, samples_from_trace
 
     try:
         with open(args.from_trace) as fh:
@@ -118,10 +125,13 @@ def _from_trace(args: argparse.Namespace) -> int:
                 raise ValueError(f"no records of policy {args.trace_policy}")
         samples = samples_from_trace(records, shared_host=args.shared_host)
         model = fit(samples)
+        if args.prefill_from:
+            model = dataclasses.replace(model, c_prefill=StepModel.from_json(args.prefill_from).c_prefill)
     except (OSError, ValueError, TypeError, KeyError, RecursionError) as exc:
         print(f"umbra bench profile: {args.from_trace}: {str(exc)[:300]}", file=sys.stderr)
         return 2
-    model.to_json(args.out, source=args.from_trace, policy=args.trace_policy, samples=len(samples))
+    model.to_json(args.out, source=args.from_trace, policy=args.trace_policy, samples=len(samples),
+                  prefill_from=args.prefill_from)
     print(json.dumps({"c0": model.c0, "c_seq": model.c_seq, "c_ctx": model.c_ctx, "c_prefill": model.c_prefill,
                       "c_host": model.c_host, "samples": len(samples)}))
     print(f"saved {args.out}")
