@@ -21,13 +21,19 @@ CLUSTER_ERROR = ("not an allowed Ray cluster; leave empty for the default "
 DATASET_FIELDS = ("dataset", "val_dataset")
 
 
-def _path_roots(field: str) -> list[Path]:
+def uploads_dir(team: str) -> Path:
+    """Where the form keeps ``team``'s uploaded data sets: one folder per team, so that a
+    team can name only its own uploads (a path into another team's folder is refused)."""
+    return Path(settings.MEDIA_ROOT) / "datasets" / team
+
+
+def _path_roots(field: str, team: str | None = None) -> list[Path]:
     if field in DATASET_FIELDS:
-        return [Path(settings.MEDIA_ROOT) / "datasets", *map(Path, settings.UMBRA_DATA_DIRS)]
+        return [*([uploads_dir(team)] if team else []), *map(Path, settings.UMBRA_DATA_DIRS)]
     return [Path(settings.UMBRA_MODEL_DIR), *map(Path, settings.UMBRA_MODEL_DIRS)]
 
 
-def _in_full(field: str, value: Any) -> Any:
+def _in_full(field: str, value: Any, team: str | None = None) -> Any:
     """A relative ``model``/``dataset`` path made absolute, as a relative reward file is: looked
     up in the operator's folders first, else from the server's working folder (a worker on
     another machine has another one); stored configs name files in full."""
@@ -36,7 +42,7 @@ def _in_full(field: str, value: Any) -> Any:
             or ".." in Path(value).parts:  # refused by check_config, never probed (whether a file exists)
         return value
     try:
-        for root in _path_roots(field):
+        for root in _path_roots(field, team):
             if (root / value).exists():
                 return str(root / value)
         return str(Path(value).absolute())
@@ -44,14 +50,14 @@ def _in_full(field: str, value: Any) -> Any:
         return value
 
 
-def _outside_roots(field: str, value: Any, shown: Any = None) -> str | None:
+def _outside_roots(field: str, value: Any, shown: Any = None, team: str | None = None) -> str | None:
     """Why a ``model``/``dataset`` path may not be used, or None. Paths must lie under
     the operator's folders: otherwise members could make the server open (and report on)
     any file it can read."""
     named = NAMED_DATASETS if field in DATASET_FIELDS else NAMED_MODELS
     if not isinstance(value, str) or not value or value in named:
         return None
-    roots = _path_roots(field)
+    roots = _path_roots(field, team)
     try:
         resolved = Path(value).resolve()
     except (OSError, ValueError):
@@ -83,8 +89,10 @@ def _without_surrogates(values: dict[str, Any], errors: dict[str, list[str]]) ->
     return {k: v for k, v in values.items() if k not in bad}
 
 
-def check_config(values: dict[str, Any], strict: bool = False) -> tuple[RunConfig | None, dict[str, list[str]]]:
-    """Validate ``values`` (RunConfig fields; missing ones take defaults).
+def check_config(values: dict[str, Any], strict: bool = False,
+                 team: str | None = None) -> tuple[RunConfig | None, dict[str, list[str]]]:
+    """Validate ``values`` (RunConfig fields; missing ones take defaults) for a run of
+    ``team`` (its slug: data set paths may lie in its uploads folder; None: in none).
 
     ``strict``: types must match exactly (JSON from the API: ``"5"`` is not an integer);
     form fields arrive as text and are converted. Returns ``(config, {})`` when valid,
@@ -102,8 +110,8 @@ def check_config(values: dict[str, Any], strict: bool = False) -> tuple[RunConfi
             reason = f"a relative {field} path may not contain '..': name it from its folder, or in full"
         else:
             if field in values:
-                values = {**values, field: _in_full(field, value)}
-            reason = _outside_roots(field, values.get(field), shown=value)
+                values = {**values, field: _in_full(field, value, team)}
+            reason = _outside_roots(field, values.get(field), shown=value, team=team)
         if reason:
             errors.setdefault(field, []).append(reason)
             values = {**values, field: RunConfig.model_fields[field].default}  # never opened

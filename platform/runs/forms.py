@@ -13,7 +13,7 @@ from django import forms
 from django.conf import settings
 from pydantic import ValidationError
 
-from runs.config_check import check_config
+from runs.config_check import check_config, uploads_dir
 from runs.config_yaml import MAX_YAML_BYTES, ConfigYamlError, parse_config_yaml
 from runs.form_sections import COLLAPSED, group_fields
 from runs.validators import printable_name
@@ -230,7 +230,7 @@ class RunForm(forms.Form):
                 values[name] = bool(data.get(name))
         if raw:
             values["dataset"] = "arith"  # validate the rest before anything is written to disk
-        config, errors = check_config(values)
+        config, errors = check_config(values, team=self.team_slug)
         if raw and config is not None and config.val_fraction > 0 and getattr(self, "dataset_rows", 2) < 2:
             # RunConfig's own check read the placeholder: the uploaded file is the one held out of
             config, errors = None, {"val_fraction": [f"val_fraction needs at least 2 problems in the data set, "
@@ -241,14 +241,14 @@ class RunForm(forms.Form):
             for msg in messages:
                 self.add_error(field if field in self.fields else None, msg)
         if config is not None and not self.errors:
-            stored = _store_dataset(raw, self.dataset_suffix) if raw else None
+            stored = _store_dataset(raw, self.team_slug, self.dataset_suffix) if raw else None
             data["config"] = config.model_copy(update={"dataset": str(stored)}) if raw else config
         return data
 
 
-def _store_dataset(raw: bytes, suffix: str = ".jsonl") -> Path:
-    """Keep an uploaded data set under MEDIA_ROOT/datasets, named by content hash."""
-    folder = Path(settings.MEDIA_ROOT) / "datasets"
+def _store_dataset(raw: bytes, team: str, suffix: str = ".jsonl") -> Path:
+    """Keep an uploaded data set in ``team``'s uploads folder, named by content hash."""
+    folder = uploads_dir(team)
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{hashlib.sha256(raw).hexdigest()[:16]}{suffix}"
     if not path.exists():

@@ -31,7 +31,7 @@ def check_refuses(monkeypatch):
     """``check_config`` refuses every config with SENTINEL on ``temperature``; records its calls."""
     calls = []
 
-    def refuse(values, strict=False):
+    def refuse(values, strict=False, team=None):
         calls.append((dict(values), strict))
         return None, {"temperature": [SENTINEL]}
     for module in ("runs.forms", "api.views.runs"):

@@ -203,3 +203,29 @@ def test_a_verl_parquet_upload_is_stored_as_parquet_and_read_as_verl(client, mem
     msg = _field_error(_dataset(client, member, buf.getvalue(), name="bad.parquet"), "dataset_file")
     assert "bad.parquet: row 1: reward_model must be a mapping with a 'ground_truth'" in msg
     assert Run.objects.count() == 1
+
+
+def test_an_upload_is_its_teams_alone(client, member, media):
+    """A team names only its own uploads: another team's file is refused by the API and the
+    form as any path outside the data folders is, and the owner's run may name it again."""
+    from rest_framework.test import APIClient
+
+    from tests import factories
+
+    assert _dataset(client, member, (PROBLEM + "\n").encode()).status_code == 302
+    (stored,) = media()
+    assert stored.parent.name == member.slug
+    other = factories.team("other")
+    eve = APIClient()
+    eve.force_authenticate(factories.member(other, "eve"))
+    body = {"team": "other", "experiment": "x", "config": {"model": "tiny", "dataset": str(stored)}}
+    resp = eve.post("/api/runs/?dry_run=1", body, format="json")
+    assert resp.status_code == 400 and "unknown dataset" in str(resp.data["config"]["dataset"])
+    eve_form = client.__class__()
+    eve_form.force_login(factories.member(other, "eve2"))
+    resp = eve_form.post(f"/teams/{other.slug}/runs/new/", {**RUN_FORM, "dataset": str(stored)})
+    assert "unknown dataset" in _field_error(resp, "dataset")
+    mine = APIClient()
+    mine.force_authenticate(Run.objects.get().created_by)
+    body = {"team": member.slug, "experiment": "x", "config": {"model": "tiny", "dataset": str(stored)}}
+    assert mine.post("/api/runs/?dry_run=1", body, format="json").status_code == 200

@@ -88,3 +88,13 @@ def test_a_due_checkpoint_waits_for_delivered_metrics_and_restores(tmp_path):
     assert state.iteration == 3 and fresh.loaded == [str(tmp_path / "it-000003")]
     assert restored_data.next_batch() == want
     assert Checkpointer(None, every=2).restore(fresh, restored_data) is None
+
+
+def test_the_last_iteration_is_saved_so_the_model_can_be_exported(tmp_path):
+    from umbra.job.checkpoint import Checkpointer
+
+    trainers, data = _Trainers(), DataSource(ITEMS, 2, 1)
+    ck = Checkpointer(CheckpointDir(tmp_path), every=10, last=1)
+    assert ck.after_iteration(0, True, trainers, data) is None
+    assert ck.after_iteration(1, True, trainers, data).name == "it-000001"
+    assert Checkpointer(CheckpointDir(tmp_path / "off"), every=0, last=1).after_iteration(1, True, trainers, data) is None

@@ -91,7 +91,7 @@ class RunListView(generics.ListAPIView):
         team, member = team_for_member(request.user, v["team"])
         if not member.can_submit():
             raise PermissionDenied("viewers cannot submit runs")
-        config, errors = check_config(v["config"], strict=True)
+        config, errors = check_config(v["config"], strict=True, team=team.slug)
         if errors:
             raise ValidationError({"config": errors})
         try:

@@ -142,7 +142,7 @@ def _read(p: Path, max_rows: int | None = None):
     if suffix in JSON_SUFFIXES and not _has_text(p):
         raise DatasetError(f"{p}: no problems in the file")
     if suffix in JSON_SUFFIXES and (why := _unsafe_json(p)):
-        raise DatasetError(f"{p}: cannot be read as JSON lines: {why}")
+        raise DatasetError(f"{p}: cannot be read as JSON lines (a data set is a JSONL or Parquet file): {why}")
     rows, stored, values = (_parquet_footer(p) if suffix in PARQUET_SUFFIXES else None) or (None, 0, 0)
     if rows == 0:  # datasets' own message: "BatchSize must be greater than 0"
         raise DatasetError(f"{p}: no rows")

@@ -80,15 +80,17 @@ def _iteration(folder: Path) -> int | None:
 
 
 class Checkpointer:
-    """Saves a run's checkpoint every ``every`` iterations, and restores the latest one.
+    """Saves a run's checkpoint every ``every`` iterations and after iteration ``last`` (the
+    run's final one, as veRL saves at its last step: the trained model can be exported),
+    and restores the latest one; ``every`` 0 saves none.
 
     A checkpoint is written only after its iteration's metrics were delivered: an undelivered
     batch would leave a gap in the metric history after a resume, so a due checkpoint waits
     for the next delivered iteration.
     """
 
-    def __init__(self, folder: CheckpointDir | None, every: int):
-        self.folder, self.every = folder, every
+    def __init__(self, folder: CheckpointDir | None, every: int, last: int | None = None):
+        self.folder, self.every, self.last = folder, every, last
         self._due = False
 
     def restore(self, trainers, data) -> LoopState | None:
@@ -105,7 +107,7 @@ class Checkpointer:
     def after_iteration(self, iteration: int, delivered: bool, trainers, data) -> Path | None:
         """Save the checkpoint after ``iteration`` if one is due and its metrics were
         ``delivered``; returns the folder written, or None."""
-        self._due |= bool(self.folder and self.every and (iteration + 1) % self.every == 0)
+        self._due |= bool(self.folder and self.every and ((iteration + 1) % self.every == 0 or iteration == self.last))
         if not (self._due and delivered):
             return None
         folder = self.folder.begin(iteration)

@@ -27,14 +27,15 @@ def run(config: RunConfig, telemetry, checkpoints: CheckpointDir | None = None) 
     """Run ``config.iterations`` GRPO iterations, sending metrics via ``telemetry``.
 
     With ``checkpoints`` it continues after the latest checkpoint there (if any) and saves one
-    every ``config.checkpoint_every`` iterations once that iteration's metrics were delivered.
+    every ``config.checkpoint_every`` iterations and after the last one, once that iteration's
+    metrics were delivered.
     A rollout instance that dies is survived (its chunks run elsewhere; a replacement takes
     its place). Raises ``umbra.rollout.manager.OffPolicyError`` if an instance sampled with
     stale weights; other Ray errors propagate (the job fails and the platform records why).
     """
     parts = start_parts(config)
     rollout, trainers, data = parts.rollout, parts.trainers, parts.data
-    checkpointer, notes, first = Checkpointer(checkpoints, config.checkpoint_every), [], 0
+    checkpointer, notes, first = Checkpointer(checkpoints, config.checkpoint_every, config.iterations - 1), [], 0
 
     scorer = Scorer(config.reward, config.reward_timeout_s)  # a process pool; closed below
 

@@ -201,7 +201,8 @@ def workload_from_rows(rows: list[dict], cluster: Cluster, policy: str | None = 
     for r in mine:
         slot = by_group.setdefault(r["group"], {})
         if r["index"] in slot:
-            raise ValueError(f"{name}: request g{r['group']}-r{r['index']} appears twice")
+            raise ValueError(f"{name}: request g{r['group']}-r{r['index']} appears twice (a trace of several "
+                                 f"iterations: download one, e.g. trace.jsonl?iteration=0)")
         slot[r["index"]] = (r["prompt_tokens"], r["output_tokens"])
     groups = [[g[i] for i in sorted(g)] for _, g in sorted(by_group.items())]
     cap = max_tokens or max(r["max_tokens"] for r in mine) or max(o for g in groups for _, o in g)

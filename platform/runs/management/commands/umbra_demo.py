@@ -87,7 +87,7 @@ class Command(BaseCommand):
             fields.update(submission.config)
             experiment = _checked_experiment(submission.experiment or experiment)
         # the check every door asks, strictly as the API and `umbra submit` (YAML gives typed values)
-        config, errors = check_config(fields, strict=True)
+        config, errors = check_config(fields, strict=True, team=DEMO_TEAM)
         if errors:
             raise CommandError(f"invalid demo config: {_one_line(errors)}")
         team, _ = Team.objects.get_or_create(slug=DEMO_TEAM, defaults={"name": "Demo team"})
