@@ -37,6 +37,9 @@ def test_verl_preempts_and_the_seer_ledger_does_not(small_kv_manager):
     seer_policy = SeerPolicy(chunk_tokens=32, kv_block_tokens=budget.block_tokens)
     seer = m.generate(0, prompts, seed=1, policy=seer_policy)
     assert seer.metrics["rollout/preemptions"] == 0
+    # the "auto" KV reserve: the engine's step time was timed on it first (outside the rollout's counters)
+    step = seer_policy.engine_step
+    assert step is m.engine_step() and step(16) > step(1) > 0 and seer_policy.reserve_mode in ("estimate", "adaptive")
     for batch in (verl, seer):
         assert len(batch.requests) == 64 and all(r.done for r in batch.requests)
     keys = ("rollout/time_s", "rollout/preemptions", "rollout/reprefill_tokens", "rollout/output_tokens",

@@ -58,7 +58,7 @@ def within_capacity_and_fresh_reserve(policy):
 
 @settings(max_examples=80, deadline=None)
 @given(st.integers(1, 5), st.integers(1, 6), st.integers(1, 3), st.integers(1, 60), st.sampled_from([1, 4, 16]),
-       st.booleans(), st.booleans(), st.integers(0, 10_000), st.sampled_from([True, "estimate", "adaptive", False]),
+       st.booleans(), st.booleans(), st.integers(0, 10_000), st.sampled_from([True, "estimate", "adaptive", "auto", False]),
        st.sampled_from([None, 1, 2]))
 def test_ledger_never_over_capacity_and_every_request_completes_once(n_groups, g_size, n_inst, max_tokens, block,
                                                                      context_aware, shared_kv, seed, reserve, spread):

@@ -12,7 +12,6 @@ import dataclasses
 import json
 import os
 import sys
-import time
 
 BATCHES = (1, 2, 4, 8, 16, 31)
 
@@ -65,6 +64,7 @@ def run(args: argparse.Namespace) -> int:
     from umbra.models.prepare import model_folder
     from umbra.models.registry import context_length
     from umbra.rollout.instance import start_instances
+    from umbra.rollout.step_probe import step_seconds, timed
     from umbra.sim.step_model import StepModel, fit
 
     try:
@@ -75,24 +75,11 @@ def run(args: argparse.Namespace) -> int:
         return 2
     ray.init(address="local", include_dashboard=False, ignore_reinit_error=True, log_to_driver=False)
     insts = start_instances(args.instances, path, max_len, max(batches), 0, args.kv_cache_gib)
-    prompt = lambda k, salt: [1 + (salt * 7919 + t * 31) % 200 for t in range(k)]  # noqa: E731 - distinct, no cache hits
-
-    def timed(batch: int, tokens: int, prompt_len: int, salt: int) -> float:
-        """Seconds until every instance finished ``batch`` requests of ``tokens`` tokens (mean)."""
-        refs = {i: [inst.generate_chunk.remote(f"p{salt}-{i}-{j}", salt, prompt(prompt_len, salt * 1000 + i * 100 + j),
-                                               [], tokens, j, 1.0, True) for j in range(batch)]
-                for i, inst in enumerate(insts)}
-        t0 = time.time()
-        ends = [max(o["finish_s"] for o in ray.get(r)) for r in refs.values()]
-        return sum(e - t0 for e in ends) / len(ends)
-
-    timed(2, 4, 8, 0)  # warm-up
+    timed(insts, 2, 4, 8, 0)  # warm-up
     samples, rows = [], []
     plan = [(b, args.prompt_tokens) for b in batches] + [(b, 3 * args.prompt_tokens) for b in batches if b >= 4]
     for n, (b, plen) in enumerate(plan, 1):
-        full = timed(b, args.tokens, plen, 10 * n)
-        first = timed(b, 1, plen, 10 * n + 1)  # prefill + one step
-        step = (full - first) / (args.tokens - 1) if args.tokens > 1 else full
+        step, first = step_seconds(insts, b, args.tokens, plen, 10 * n)  # first: prefill + one step
         ctx = b * (plen + args.tokens / 2)
         samples.append((b, ctx, 0.0, step))
         rows.append({"batch": b, "prompt_tokens": plen, "step_s": step, "context_tokens": ctx,

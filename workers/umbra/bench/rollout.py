@@ -33,10 +33,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--instances", type=int, default=2)
     p.add_argument("--policies", default=",".join(DEFAULT_VARIANTS))
     p.add_argument("--chunk-tokens", type=int, default=64)
-    p.add_argument("--kv-reserve", choices=KV_RESERVES, default="adaptive",
-                   help="seer: KV kept free for parked requests when admitting a new one: one chunk each, "
-                        "their group estimates, one chunk until the instance first gives up KV and the estimate "
-                        "from then on (adaptive), or none")
+    p.add_argument("--kv-reserve", choices=KV_RESERVES, default="auto",
+                   help="seer: KV kept free for parked requests when admitting a new one: auto (estimate where the "
+                        "engines' step time grows in proportion to the batch, as on CPU, else adaptive; measured "
+                        "before the first rollout), adaptive (one chunk each until the instance first gives up KV, "
+                        "their group estimates from then on), estimate, chunk (one chunk each) or none")
     p.add_argument("--balance-spread", type=int, default=None,
                    help="seer: move a parked request to an instance holding this many fewer requests (ours; default "
                         "off; 0 also means off)")
@@ -157,13 +158,15 @@ def run(args: argparse.Namespace) -> int:
         batch = manager.generate(e, prompts, args.seed + 1000 * e, policies[v.name])
         if v.policy != "seer" or not v.options.get("divided", True):
             lengths.setdefault(e, {r.request_id: r.num_generated for r in batch.requests})
-        epochs.setdefault(v.name, []).append(row(batch))
+        epochs.setdefault(v.name, []).append(row(batch, policies[v.name]))
         print(f"  {v.name}" + (f" epoch {e + 1}" if args.epochs > 1 else "") +
               f": {batch.metrics['rollout/time_s']:.1f}s, {batch.metrics['rollout/throughput_tok_s']:.0f} tok/s, "
               f"tail {batch.metrics['rollout/tail_time_s']:.1f}s"
               + (f", accept len {batch.metrics['rollout/spec/accept_len']:.2f}" if v.spec else "")
               + "".join(f", {k.rsplit('/', 1)[1]} {batch.metrics[k]:.3g}"
-                        for k in SPEC_EXTRAS if k in batch.metrics), flush=True)
+                        for k in SPEC_EXTRAS if k in batch.metrics)
+              + (f", kv reserve {epochs[v.name][-1]['kv_reserve']}" if "kv_reserve" in epochs[v.name][-1] else ""),
+              flush=True)
         if e < args.epochs - 1:
             continue
         results[v.name] = dict(epochs[v.name][-1])
@@ -185,10 +188,17 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def row(batch) -> dict:
-    """One rollout's row of the table."""
+def row(batch, policy=None) -> dict:
+    """One rollout's row of the table; a seer policy adds the KV reserve it ran with and, where
+    it chose it ("auto"), the engines' step time it chose by."""
     m = batch.metrics
-    return {
+    extra = {}
+    if getattr(policy, "ledger", None) is not None:
+        extra["kv_reserve"] = str(policy.reserve_mode)
+        step = policy.engine_step if policy.growth_reserve == "auto" else None
+        if step is not None:
+            extra["engine_step_ms"] = {"c0": 1000 * step.c0, "per_sequence": 1000 * step.c_row}
+    return {**extra,
         "rollout_time_s": m["rollout/time_s"], "throughput_tok_s": m["rollout/throughput_tok_s"],
         "tail_time_s": m["rollout/tail_time_s"], "accept_len": m["rollout/spec/accept_len"],
         "preemptions": m["rollout/preemptions"], "output_tokens": m["rollout/output_tokens"],

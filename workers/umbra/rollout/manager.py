@@ -82,6 +82,7 @@ class RolloutManager:
         self.policy = None
         self.policy_version = 0
         self._notes: list[str] = []  # for the next batch's events
+        self._engine_step = None  # the engines' decode step time, timed once when a policy needs it
 
     @classmethod
     def start(cls, model_path: str, instances: int, shape: RolloutShape, seed: int,
@@ -134,6 +135,19 @@ class RolloutManager:
             return [shape.max_num_seqs] * n, self.kv_budget()
         return [shape.capacity] * n, None
 
+    def engine_step(self):
+        """Seconds of one decode step of a batch on these engines (``step_probe.measure``, timed
+        once: about 20 s on this machine's CPU engines)."""
+        if self._engine_step is None:
+            from umbra.rollout.step_probe import measure
+
+            kv = self.kv_budget()
+            self._engine_step = measure(self.instances, self.shape.max_model_len, self.shape.max_num_seqs,
+                                        min(kv.tokens), kv.block_tokens)
+            log.info("engine step time: %.1f ms + %.2f ms per sequence", 1000 * self._engine_step.c0,
+                     1000 * self._engine_step.c_row)
+        return self._engine_step
+
     def replace_dead_instances(self, iteration: int) -> list[int]:
         """Replace every instance that does not answer a liveness probe; returns their indices
         (they hold the initial weights until the caller syncs them)."""
@@ -155,6 +169,8 @@ class RolloutManager:
         """
         policy, s = policy or self.policy, shape or self.shape
         groups = make_groups(prompts, s.group_size, s.max_tokens, seed, s.temperature)
+        if getattr(policy, "needs_engine_step", False):  # before the rollout's clock and counters start
+            policy.engine_step = self.engine_step()
         before = self.pool.counters()
         capacities, kv = self.limits(policy, s)
         requests, start, end = run_rollout(policy, self.instances, groups, capacities, self.draft_server, kv,

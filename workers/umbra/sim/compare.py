@@ -23,7 +23,7 @@ def trace_cluster_workload(rows: list[dict], policy: str | None, instances: int 
 
 
 def simulate_policies(workload, names: list[str], chunk_tokens: int, spec, shared_kv: bool,
-                      kv_reserve: str = "adaptive", balance_spread: int | None = None) -> dict:
+                      kv_reserve: str = "auto", balance_spread: int | None = None) -> dict:
     """Per policy name: the result row (see FIELDS) plus ``wall_s`` and ``requests`` (records)."""
     from umbra.rollout.policies.variants import build, variant
     from umbra.rollout.metrics import policy_counters, request_records, rollout_metrics

@@ -93,6 +93,14 @@ class _Instance:
         self.t = max(self.t, t)
 
 
+def _step_seconds(step, workload: Workload):
+    """Seconds of a decode step of ``batch`` sequences, each holding the mean prompt plus half
+    of ``max_tokens`` (what a policy could know before the rollout)."""
+    prompts = [p for g in workload.groups for p, _ in g]
+    context = sum(prompts) / max(1, len(prompts)) + workload.max_tokens / 2
+    return lambda batch: step.seconds(batch, batch * context)
+
+
 def simulate(policy, workload: Workload, spec: SpecModel | None = None, shared_kv: bool = False,
              refresh_tokens: int | None = None) -> SimResult:
     """Run one rollout iteration of ``workload`` under ``policy`` (any ``rollout.policies``
@@ -199,6 +207,8 @@ def simulate(policy, workload: Workload, spec: SpecModel | None = None, shared_k
     kv_blocks_tokens = -(-cluster.kv_tokens // KV_BLOCK_TOKENS) * KV_BLOCK_TOKENS
     kv = KVBudget([kv_blocks_tokens] * cluster.instances, KV_BLOCK_TOKENS, shared_kv=shared_kv)
     capacities = {"cap": cap, "kv": cluster.max_batch, "engine": 1 << 30}[admission]
+    if getattr(policy, "needs_engine_step", False):  # the "auto" KV reserve reads the cluster's step time
+        policy.engine_step = _step_seconds(step, workload)
     policy.reset(groups, [capacities] * cluster.instances, kv if admission == "kv" else None)
     ledger = getattr(policy, "ledger", None) if admission == "kv" else None
     touched: set[int] = set()

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import heapq
 from collections import deque
+from collections.abc import Callable
 
+from umbra.rollout.policies import kv_reserve
 from umbra.rollout.policies.base import Dispatch, Policy
 from umbra.rollout.policies.kv_ledger import KVBudget, KVLedger
 from umbra.rollout.policies.length_history import LengthHistory
@@ -45,9 +47,11 @@ class SeerPolicy(Policy):
     - Tie-break among equal estimates: a started request before a new one (its KV is held
       and it frees it sooner), then first come.
     - A new request is admitted only while the instance keeps a growth reserve free for its
-      residents (``growth_reserve``, default ``"adaptive"``: measured in the simulator, it
-      gives up 14-20x less KV than the chunk reserve on qwen2-vl-72b and the same as it where
-      the chunk reserve gives up none): True, one chunk per parked request; ``"estimate"``,
+      residents (``growth_reserve``, default ``"auto"``): True, one chunk per parked request
+      (adaptive gives up 14-20x less KV than it on qwen2-vl-72b in the simulator, and the same
+      where it gives up none); ``"auto"``, "estimate" or "adaptive" chosen at each rollout's
+      start from the engine's step time (``engine_step``, set by the driver; adaptive without
+      it): :mod:`~umbra.rollout.policies.kv_reserve`; ``"estimate"``,
       what every resident still adds if it ends at its group's estimate (none given up, at
       the cost of concurrency); ``"adaptive"``, one chunk per parked request until the
       instance first has to give up KV, the estimate from then on (kept across the run's
@@ -89,7 +93,7 @@ class SeerPolicy(Policy):
 
     def __init__(self, chunk_tokens: int = 64, divided: bool = True, context_aware: bool = True,
                  affinity_spread: int = 1, starvation_limit: int = 10_000, kv_block_tokens: int = 1,
-                 estimate_floor: bool = True, growth_reserve: bool | str = "adaptive", length_history=None,
+                 estimate_floor: bool = True, growth_reserve: bool | str = "auto", length_history=None,
                  balance_spread: int | None = None, group_floor: bool = False, group_affinity: bool = True):
         if chunk_tokens < 1:
             raise ValueError("chunk_tokens must be >= 1")
@@ -110,6 +114,14 @@ class SeerPolicy(Policy):
         # True: a history of its own, kept across this object's rollouts (the run's policy object)
         self.length_history = LengthHistory() if length_history is True else (length_history or None)
         self.tight: set[int] = set()  # instances that gave up KV ("adaptive" reserve; kept across rollouts)
+        # seconds of one decode step of a batch on the engines (``"auto"`` reserve; the driver sets it)
+        self.engine_step: Callable[[int], float] | None = None
+        self.reserve_mode = growth_reserve  # the reserve in force ("auto" resolved by reset)
+
+    @property
+    def needs_engine_step(self) -> bool:
+        """Whether the driver should measure the engines' step time for this policy."""
+        return self.growth_reserve == "auto" and self.chunked
 
     def reset(self, groups, capacities, kv: KVBudget | None = None) -> None:
         super().reset(groups, capacities, kv)
@@ -120,6 +132,9 @@ class SeerPolicy(Policy):
             longest = max((r.prompt_len + r.max_tokens for g in groups for r in g), default=0)
             if any(0 < c < self.ledger.blocks(longest) for c in self.ledger.capacity):
                 raise ValueError(f"a request may hold {longest} tokens, more than an instance's KV cache")
+        self.reserve_mode = self.growth_reserve
+        if self.growth_reserve == "auto":
+            self.reserve_mode = self._auto_reserve(groups) if self.ledger is not None else "adaptive"
         history = self.length_history
         self.estimate: dict[int, int | None] = {
             g[0].group_id: history.prior(g[0]) if history is not None else None for g in groups if g}
@@ -139,6 +154,16 @@ class SeerPolicy(Policy):
         for g in groups:
             for r in g:
                 self._enqueue(r)
+
+    def _auto_reserve(self, groups) -> str:
+        """The ``"auto"`` reserve's choice for this rollout (ours, :func:`kv_reserve.choose`)."""
+        reqs = [r for g in groups for r in g]
+        if not reqs:
+            return "adaptive"
+        prompt = round(sum(r.prompt_len for r in reqs) / len(reqs))
+        worst, full = kv_reserve.batches(self.ledger, self.capacities, prompt, max(r.max_tokens for r in reqs),
+                                         self.chunk_tokens)
+        return kv_reserve.choose(self.engine_step, worst, full)
 
     # -- buffer ---------------------------------------------------------------
     def _key(self, r: Request) -> tuple:
@@ -233,9 +258,10 @@ class SeerPolicy(Policy):
     def _reserve(self, i: int) -> int:
         """Blocks kept free on ``i`` for its parked requests' next chunks (ours)."""
         led = self.ledger
-        if self.growth_reserve == "estimate" or (self.growth_reserve == "adaptive" and i in self.tight):
+        mode = self.reserve_mode
+        if mode == "estimate" or (mode == "adaptive" and i in self.tight):
             return self._expected_growth(i)
-        return led.n_parked[i] * -(-self.chunk_tokens // led.block) if self.growth_reserve else 0
+        return led.n_parked[i] * -(-self.chunk_tokens // led.block) if mode else 0
 
     def _expected_growth(self, i: int) -> int:
         """Blocks the residents of ``i`` will still add if each ends at its group's estimate

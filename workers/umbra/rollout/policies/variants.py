@@ -54,10 +54,10 @@ class Variant:
         return self.speculation is not None
 
 
-KV_RESERVES = ("chunk", "estimate", "none", "adaptive")
+KV_RESERVES = ("auto", "adaptive", "estimate", "chunk", "none")
 
 
-def variant(name: str, chunk_tokens: int, kv_block_tokens: int = 1, kv_reserve: str = "adaptive",
+def variant(name: str, chunk_tokens: int, kv_block_tokens: int = 1, kv_reserve: str = "auto",
             balance_spread: int | None = None) -> Variant:
     """Resolve one of :data:`VARIANT_NAMES`; seer variants align chunk ends to
     ``kv_block_tokens`` and keep ``kv_reserve`` KV free for parked requests when admitting
@@ -72,7 +72,7 @@ def variant(name: str, chunk_tokens: int, kv_block_tokens: int = 1, kv_reserve: 
         return Variant(name, name, {})
     if name not in SEER_VARIANTS:
         raise ValueError(f"unknown policy '{name}': use {', '.join(VARIANT_NAMES)}")
-    reserve = {"chunk": True, "estimate": "estimate", "none": False, "adaptive": "adaptive"}[kv_reserve]
+    reserve = {"chunk": True, "estimate": "estimate", "none": False, "adaptive": "adaptive", "auto": "auto"}[kv_reserve]
     opts = {"chunk_tokens": chunk_tokens, "divided": True, "context_aware": True,
             "kv_block_tokens": kv_block_tokens, "growth_reserve": reserve, "balance_spread": balance_spread,
             **SEER_VARIANTS[name]}

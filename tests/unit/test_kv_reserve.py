@@ -1,0 +1,62 @@
+"""The "auto" growth reserve (ours): the estimate reserve where a decode step's cost grows in
+proportion to its batch (concurrency buys nothing), the adaptive one where it does not; in
+the policy, and in the simulator from the cluster's step model."""
+from umbra.rollout.policies import SeerPolicy
+from umbra.rollout.policies.kv_ledger import KVBudget, KVLedger
+from umbra.rollout.policies.kv_reserve import batches, choose
+from umbra.rollout.request import make_groups
+from umbra.sim.engine import simulate
+from umbra.sim.step_model import StepModel
+from umbra.sim.workload import Cluster, Workload
+
+
+def test_a_step_cost_in_proportion_to_the_batch_chooses_the_estimate_reserve():
+    assert choose(lambda b: 0.008 * b, 31, 108) == "estimate"
+    assert choose(lambda b: 0.0005 + 0.008 * b, 31, 108) == "estimate"  # a small fixed part changes nothing
+
+
+def test_a_step_cost_fixed_by_the_batch_chooses_the_adaptive_reserve():
+    assert choose(lambda b: 0.0095 + 15e-6 * b, 31, 256) == "adaptive"  # memory-bound: concurrency is throughput
+    assert choose(None, 31, 256) == "adaptive"  # unknown step time: the GPU presets' best
+    assert choose(lambda b: 1.0, 64, 64) == "estimate"  # the reserve costs no concurrency
+
+
+def test_batches_are_the_worst_case_and_the_one_chunk_concurrency_of_the_tightest_instance():
+    led = KVLedger(KVBudget([1600, 3200], 16))
+    # prompt 100 + 512 = 612 -> 39 blocks: 100 // 39 = 2; prompt + one chunk of 64 -> 11 blocks: 100 // 11 = 9
+    assert batches(led, [256, 256], 100, 512, 64) == (2, 9)
+    assert batches(led, [4, 4], 100, 512, 64) == (2, 4)  # the sequence limit bounds both
+
+
+def test_the_policy_resolves_auto_at_reset_from_the_engine_step():
+    groups = make_groups([[1] * 100] * 4, 4, 512, 0)
+    kv = KVBudget([16 * 160], 16)
+    p = SeerPolicy(chunk_tokens=64)
+    assert p.needs_engine_step
+    p.reset(groups, [256], kv)
+    assert p.reserve_mode == "adaptive"  # no step time given
+    p.engine_step = lambda b: 0.008 * b
+    p.reset(make_groups([[1] * 100] * 4, 4, 512, 0), [256], kv)
+    assert p.reserve_mode == "estimate"
+    assert not SeerPolicy(growth_reserve="estimate").needs_engine_step
+
+
+def sim_workload(step):
+    # 4 groups x 8 requests (prompt 40, 40-300 tokens, a quarter clipped) on 2 instances whose
+    # KV holds 8 worst-case requests each but ~5x as many single chunks
+    groups = [[(40, 40 + (37 * (g * 8 + i)) % 261) for i in range(8)] for g in range(4)]
+    return Workload("r", groups, 300, Cluster(2, 8 * 340, 64, step))
+
+
+def test_the_simulator_gives_auto_its_step_model():
+    cpu = StepModel(c0=0.0, c_seq=0.0081, c_ctx=4e-6, c_prefill=5.4e-4)  # as CPU_SMOLLM2
+    gpu = StepModel(c0=0.0095, c_seq=15e-6, c_ctx=0.0, c_prefill=1e-5)
+    auto_cpu, estimate = SeerPolicy(chunk_tokens=16, kv_block_tokens=16), SeerPolicy(
+        chunk_tokens=16, kv_block_tokens=16, growth_reserve="estimate")
+    a, e = simulate(auto_cpu, sim_workload(cpu)), simulate(estimate, sim_workload(cpu))
+    assert auto_cpu.reserve_mode == "estimate" and auto_cpu.ledger.given_up == 0
+    assert a.end_s == e.end_s
+    auto_gpu, adaptive = SeerPolicy(chunk_tokens=16, kv_block_tokens=16), SeerPolicy(
+        chunk_tokens=16, kv_block_tokens=16, growth_reserve="adaptive")
+    a, d = simulate(auto_gpu, sim_workload(gpu)), simulate(adaptive, sim_workload(gpu))
+    assert auto_gpu.reserve_mode == "adaptive" and a.end_s == d.end_s
