@@ -60,3 +60,17 @@ def test_the_simulator_gives_auto_its_step_model():
         chunk_tokens=16, kv_block_tokens=16, growth_reserve="adaptive")
     a, d = simulate(auto_gpu, sim_workload(gpu)), simulate(adaptive, sim_workload(gpu))
     assert auto_gpu.reserve_mode == "adaptive" and a.end_s == d.end_s
+
+
+def test_variant_reserve_suffix():
+    import pytest
+
+    from umbra.rollout.policies.variants import base_name, variant
+
+    v = variant("seer-no-spec@estimate", 64, kv_reserve="adaptive")
+    assert v.name == "seer-no-spec@estimate" and v.options["growth_reserve"] == "estimate" and not v.spec
+    assert variant("seer-no-spec", 64, kv_reserve="adaptive").options["growth_reserve"] == "adaptive"
+    assert base_name("seer@auto") == "seer"
+    for bad in ("verl@estimate", "seer-no-spec@sometimes", "seer-nope@estimate"):
+        with pytest.raises(ValueError):
+            variant(bad, 64)

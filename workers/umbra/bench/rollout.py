@@ -31,7 +31,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--group-size", type=int, default=8)
     p.add_argument("--max-tokens", type=int, default=512)
     p.add_argument("--instances", type=int, default=2)
-    p.add_argument("--policies", default=",".join(DEFAULT_VARIANTS))
+    p.add_argument("--policies", default=",".join(DEFAULT_VARIANTS),
+                   help="comma-separated; a seer variant may carry its own KV reserve, e.g. "
+                        "seer-no-spec@estimate,seer-no-spec@adaptive")
     p.add_argument("--chunk-tokens", type=int, default=64)
     p.add_argument("--kv-reserve", choices=KV_RESERVES, default="auto",
                    help="seer: KV kept free for parked requests when admitting a new one: auto (estimate where the "

@@ -10,18 +10,22 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-# Batch sizes and tokens timed before a rollout that needs the step time (about 20 s on this
-# machine's CPU engines). The batches span the concurrencies a rollout runs at, and every
-# sequence holds a context of half the engine's length, so the attention cost per sequence is
-# a rollout's: timed at batches 1 and 16 with 40-token contexts, a SmolLM2 step looked fixed-cost
-# (30 ms + 1.7 ms a sequence), where a rollout's own chunks fit 14 ms + 3.5 ms.
+# Batch sizes and tokens timed before a rollout that needs the step time (15-25 s on this
+# machine's CPU engines at an engine length of 675 tokens, 2-3 s at short ones). The batches
+# span the concurrencies a rollout runs at, and every sequence holds a context of half the
+# engine's length, so the attention cost per sequence is a rollout's: timed at batches 1 and 16
+# with 40-token contexts, a SmolLM2 step looked fixed-cost (30 ms + 1.7 ms a sequence), where
+# a rollout's own chunks fit 14 ms + 3.5 ms.
 PROBE_BATCHES = (16, 64)
 PROBE_TOKENS = 16
 
 
 def probe_prompt(tokens: int, salt: int) -> list[int]:
-    """Distinct token ids (ids 1..200, any vocabulary has them) so that no prompt hits the prefix cache."""
-    return [1 + (salt * 7919 + t * 31) % 200 for t in range(tokens)]
+    """Token ids 1..200 (any vocabulary has them), distinct per ``salt``: prompts of different salts
+    share no prefix-cache block; the same salt gives the same prompt (``timed(shared=True)``)."""
+    # the salt's base-200 digits lead, so different salts differ in the first block
+    head = [1 + (salt // 200 ** k) % 200 for k in range(3)]
+    return (head + [1 + (salt * 7919 + t * 31) % 200 for t in range(tokens)])[:tokens]
 
 
 def timed(instances: list, batch: int, tokens: int, prompt_len: int, salt: int, shared: bool = False) -> float:

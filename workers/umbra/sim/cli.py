@@ -97,21 +97,21 @@ def _workload(args):
 
 def run(args: argparse.Namespace) -> int:
     """Run ``umbra sim``; returns the exit code (2 on bad input)."""
-    from umbra.rollout.policies.variants import variant
+    from umbra.rollout.policies.variants import base_name, variant
     from umbra.sim.spec_model import SpecModel
 
     try:
         if args.policies is None and args.vs_trace and args.workload.startswith("trace:"):
             from umbra.sim.workload import trace_policies
 
-            args.policies = ",".join(p for p in trace_policies(_trace_rows(args)) if p in SIM_VARIANT_NAMES)
+            args.policies = ",".join(p for p in trace_policies(_trace_rows(args)) if base_name(p) in SIM_VARIANT_NAMES)
         policies = ",".join(DEFAULT_VARIANTS) if args.policies is None else args.policies
         names = [a for a, _ in ABLATION] if args.ablation else [n.strip() for n in policies.split(",") if n.strip()]
         if not names:
             raise ValueError("--policies names no policy")
         for n in names:
             variant(n, 1, balance_spread=args.balance_spread)
-            if n in ENGINE_ONLY:
+            if base_name(n) in ENGINE_ONLY:
                 raise ValueError(f"policy '{n}' runs on real engines only (`umbra bench rollout`): the simulator "
                                  "models speculation by an acceptance length, not by where drafts come from")
         for flag in ("group_size", "instances", "kv_tokens", "max_batch", "chunk_tokens"):

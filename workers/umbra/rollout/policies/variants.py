@@ -59,11 +59,17 @@ KV_RESERVES = ("auto", "adaptive", "estimate", "chunk", "none")
 
 def variant(name: str, chunk_tokens: int, kv_block_tokens: int = 1, kv_reserve: str = "auto",
             balance_spread: int | None = None) -> Variant:
-    """Resolve one of :data:`VARIANT_NAMES`; seer variants align chunk ends to
+    """Resolve one of :data:`VARIANT_NAMES`, a seer variant optionally suffixed ``@reserve``
+    (one of :data:`KV_RESERVES`, overriding ``kv_reserve``); seer variants align chunk ends to
     ``kv_block_tokens`` and keep ``kv_reserve`` KV free for parked requests when admitting
     a new one (``SeerPolicy.growth_reserve``) and move a parked request to an instance holding
     ``balance_spread`` fewer requests (``SeerPolicy.balance_spread``; None = off). Raises
     ValueError for other names."""
+    full_name, name, suffix = name, *(name.split("@", 1) if "@" in name else (name, None))
+    if suffix is not None:  # "seer-no-spec@estimate": this variant's own reserve, beside others in one run
+        if name not in SEER_VARIANTS:
+            raise ValueError(f"'{full_name}': only seer variants take a KV reserve (@reserve)")
+        kv_reserve = suffix
     if kv_reserve not in KV_RESERVES:
         raise ValueError(f"unknown KV reserve '{kv_reserve}': use {', '.join(KV_RESERVES)}")
     if balance_spread is not None and balance_spread < 0:
@@ -77,7 +83,12 @@ def variant(name: str, chunk_tokens: int, kv_block_tokens: int = 1, kv_reserve: 
             "kv_block_tokens": kv_block_tokens, "growth_reserve": reserve, "balance_spread": balance_spread,
             **SEER_VARIANTS[name]}
     speculation, history = opts.pop("speculation", "grouped"), opts.pop("history", True)
-    return Variant(name, "seer", opts, speculation, history and speculation == "grouped")
+    return Variant(full_name, "seer", opts, speculation, history and speculation == "grouped")
+
+
+def base_name(name: str) -> str:
+    """The variant name without its ``@reserve`` suffix."""
+    return name.split("@", 1)[0]
 
 
 def build(v: Variant, lengths: dict[str, int] | None):
