@@ -280,3 +280,15 @@ def test_a_trace_fit_takes_c_prefill_from_a_timed_profile(tmp_path, capsys):
     assert "--prefill-from goes with --from-trace" in capsys.readouterr().err
     assert profile.run(p.parse_args(["--from-trace", str(trace), "--out", str(out), "--prefill-from", str(trace)])) == 2
     assert "not a step model" in capsys.readouterr().err
+
+
+def test_versus_trace_reads_a_variant_with_its_own_kv_reserve():
+    from umbra.sim.compare import versus_trace
+
+    # the bench records "seer-no-spec@estimate" (a per-variant reserve); the replay runs it
+    rows = parse_trace([json.dumps({"policy": "seer-no-spec@estimate", "group": 0, "index": i, "prompt_tokens": 4,
+                                    "output_tokens": 4, "max_tokens": 8, "instances": 1, "capacity": 4,
+                                    "finish_s": 4.0}) for i in range(2)])
+    out = versus_trace(rows, ["seer-no-spec@estimate"], 4, None, False, "adaptive", None, None, None,
+                       StepModel(c0=1.0, c_seq=0.0, c_ctx=0.0, c_prefill=0.0))
+    assert list(out) == ["seer-no-spec@estimate"] and out["seer-no-spec@estimate"]["sim_time_s"] > 0

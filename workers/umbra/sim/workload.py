@@ -133,7 +133,7 @@ def preset_workload(name: str, group_size: int = 8, seed: int = 0, step: StepMod
 TRACE_LIMITS = {"group": (0, 10_000_000), "index": (0, 10_000_000), "prompt_tokens": (1, 10_000_000),
                 "output_tokens": (1, 10_000_000), "max_tokens": (0, 10_000_000), "instances": (0, 1024),
                 "capacity": (0, 65_536)}
-_POLICY_NAME = re.compile(r"[A-Za-z0-9._:+-]{0,40}")
+_POLICY_NAME = re.compile(r"[A-Za-z0-9._:+@-]{0,40}")
 
 
 def trace_row(rec) -> dict:
@@ -153,7 +153,7 @@ def trace_row(rec) -> dict:
         row[key] = raw
     policy = rec.get("policy") or ""
     if not isinstance(policy, str) or not _POLICY_NAME.fullmatch(policy):
-        raise ValueError("policy must be a name of at most 40 letters, digits or ._:+-")
+        raise ValueError("policy must be a name of at most 40 letters, digits or ._:+@-")
     row["policy"] = policy
     finish = rec.get("finish_s")  # measured (a bench trace): what `umbra sim --vs-trace` compares with
     if finish is not None and (isinstance(finish, bool) or not isinstance(finish, (int, float))
