@@ -15,7 +15,10 @@ is throughput, and re-prefilling costs less. ``"auto"`` decides from the engine'
 (:func:`choose`). Measured in the simulator: GSM8K-like workloads on the CPU step model
 re-prefill 19-27% of output tokens under "adaptive" and 0% under "estimate" at equal
 throughput (1.01-1.11x verl either way); the moonlight preset (GPU) runs 1.27x verl under
-"adaptive" and 0.89x under "estimate".
+"adaptive" and 0.89x under "estimate". On real CPU engines (README, both reserves in one run)
+"estimate" ran at 0.965x the throughput of "adaptive" with no re-prefill against 20%; the
+probe's per-token ratio at the start concurrencies (1.2-1.7) overstates that cost, since the
+estimate reserve's concurrency rises once groups have estimates, so "auto" chose "adaptive".
 """
 from __future__ import annotations
 
