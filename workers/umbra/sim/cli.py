@@ -104,7 +104,8 @@ def run(args: argparse.Namespace) -> int:
         if args.policies is None and args.vs_trace and args.workload.startswith("trace:"):
             from umbra.sim.workload import trace_policies
 
-            args.policies = ",".join(p for p in trace_policies(_trace_rows(args)) if base_name(p) in SIM_VARIANT_NAMES)
+            recorded = trace_policies(_trace_rows(args))
+            args.policies = ",".join(p for p in recorded if base_name(p) in SIM_VARIANT_NAMES)
         policies = ",".join(DEFAULT_VARIANTS) if args.policies is None else args.policies
         names = [a for a, _ in ABLATION] if args.ablation else [n.strip() for n in policies.split(",") if n.strip()]
         if not names:

@@ -65,8 +65,8 @@ def variant(name: str, chunk_tokens: int, kv_block_tokens: int = 1, kv_reserve: 
     a new one (``SeerPolicy.growth_reserve``) and move a parked request to an instance holding
     ``balance_spread`` fewer requests (``SeerPolicy.balance_spread``; None = off). Raises
     ValueError for other names."""
-    full_name, name, suffix = name, *(name.split("@", 1) if "@" in name else (name, None))
-    if suffix is not None:  # "seer-no-spec@estimate": this variant's own reserve, beside others in one run
+    full_name, (name, at, suffix) = name, name.partition("@")
+    if at:  # "seer-no-spec@estimate": this variant's own reserve, beside others in one run
         if name not in SEER_VARIANTS:
             raise ValueError(f"'{full_name}': only seer variants take a KV reserve (@reserve)")
         kv_reserve = suffix
