@@ -65,12 +65,16 @@ def test_the_simulator_gives_auto_its_step_model():
 def test_variant_reserve_suffix():
     import pytest
 
-    from umbra.rollout.policies.variants import base_name, variant
+    from umbra.rollout.policies.variants import base_name, policy_names, variant
 
     v = variant("seer-no-spec@estimate", 64, kv_reserve="adaptive")
     assert v.name == "seer-no-spec@estimate" and v.options["growth_reserve"] == "estimate" and not v.spec
     assert variant("seer-no-spec", 64, kv_reserve="adaptive").options["growth_reserve"] == "adaptive"
     assert base_name("seer@auto") == "seer"
+    assert policy_names(" verl, seer@estimate ,") == ["verl", "seer@estimate"]
+    for text in ("", " , ", "seer,verl,seer"):
+        with pytest.raises(ValueError, match="no policy|more than once"):
+            policy_names(text)
     for bad in ("verl@estimate", "seer-no-spec@sometimes", "seer-nope@estimate"):
         with pytest.raises(ValueError):
             variant(bad, 64)

@@ -292,3 +292,26 @@ def test_versus_trace_reads_a_variant_with_its_own_kv_reserve():
     out = versus_trace(rows, ["seer-no-spec@estimate"], 4, None, False, "adaptive", None, None, None,
                        StepModel(c0=1.0, c_seq=0.0, c_ctx=0.0, c_prefill=0.0))
     assert list(out) == ["seer-no-spec@estimate"] and out["seer-no-spec@estimate"]["sim_time_s"] > 0
+
+
+def test_vs_trace_skips_recorded_policies_it_cannot_run(tmp_path, capsys):
+    import argparse
+
+    from umbra.sim import cli
+
+    rec = {"group": 0, "prompt_tokens": 4, "output_tokens": 4, "max_tokens": 8, "instances": 1, "capacity": 4,
+           "finish_s": 4.0}
+    trace = tmp_path / "t.jsonl"
+    trace.write_text("\n".join(json.dumps({**rec, "policy": p, "index": i})
+                               for p in ("verl", "seer@bogus", "spec-ngram") for i in range(2)))
+    p = argparse.ArgumentParser()
+    cli.add_arguments(p)
+    assert cli.run(p.parse_args(["--workload", f"trace:{trace}", "--vs-trace"])) == 0
+    out = capsys.readouterr().out
+    assert "verl" in out and "seer@bogus" not in out
+    only_bad = tmp_path / "bad.jsonl"
+    only_bad.write_text(json.dumps({**rec, "policy": "seer@bogus", "index": 0}))
+    assert cli.run(p.parse_args(["--workload", f"trace:{only_bad}", "--vs-trace"])) == 2
+    assert "records no policy the simulator runs (recorded: seer@bogus)" in capsys.readouterr().err
+    assert cli.run(p.parse_args(["--workload", f"trace:{trace}", "--vs-trace", "--policies", "verl,verl"])) == 2
+    assert "names verl more than once" in capsys.readouterr().err

@@ -10,6 +10,7 @@ def test_different_salts_share_no_first_block():
     firsts = {tuple(probe_prompt(64, salt)[:BLOCK]) for salt in range(0, 70_000, 7)}
     assert len(firsts) == len(range(0, 70_000, 7))
     assert probe_prompt(64, 10_000)[:BLOCK] != probe_prompt(64, 11_000)[:BLOCK]
+    assert probe_prompt(4, 0) != probe_prompt(4, 8_000_000)  # no period at 200**3
 
 
 def test_same_salt_same_prompt_and_valid_ids():

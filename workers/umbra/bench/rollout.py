@@ -13,7 +13,7 @@ import os
 import sys
 import time
 
-from umbra.rollout.policies.variants import DEFAULT_VARIANTS, KV_RESERVES, add_ratios, build, variant
+from umbra.rollout.policies.variants import DEFAULT_VARIANTS, KV_RESERVES, add_ratios, build, policy_names, variant
 
 FIELDS = ("rollout_time_s", "throughput_tok_s", "tail_time_s", "accept_len", "preemptions", "output_tokens",
           "migrations", "kv_given_up", "reprefill_tokens", "draft_tokens", "decode_tok_s")
@@ -61,10 +61,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run the benchmark; returns the exit code (2 on bad input)."""
     try:
-        variants = [variant(n.strip(), args.chunk_tokens, kv_reserve=args.kv_reserve, balance_spread=args.balance_spread)
-                    for n in args.policies.split(",") if n.strip()]
-        if not variants:
-            raise ValueError("--policies names no policy")
+        variants = [variant(n, args.chunk_tokens, kv_reserve=args.kv_reserve, balance_spread=args.balance_spread)
+                    for n in policy_names(args.policies)]
         for flag in ("prompts", "group_size", "max_tokens", "instances", "chunk_tokens", "kv_cache_gib",
                      "max_num_seqs", "epochs"):
             if getattr(args, flag) < 1:

@@ -21,10 +21,11 @@ PROBE_TOKENS = 16
 
 
 def probe_prompt(tokens: int, salt: int) -> list[int]:
-    """Token ids 1..200 (any vocabulary has them), distinct per ``salt``: prompts of different salts
-    share no prefix-cache block; the same salt gives the same prompt (``timed(shared=True)``)."""
+    """Token ids 1..200 (any vocabulary has them), distinct per ``salt`` (below 200**4, prompts
+    of 4+ tokens): prompts of different salts share no prefix-cache block; the same salt gives
+    the same prompt (``timed(shared=True)``)."""
     # the salt's base-200 digits lead, so different salts differ in the first block
-    head = [1 + (salt // 200 ** k) % 200 for k in range(3)]
+    head = [1 + (salt // 200 ** k) % 200 for k in range(4)]
     return (head + [1 + (salt * 7919 + t * 31) % 200 for t in range(tokens)])[:tokens]
 
 

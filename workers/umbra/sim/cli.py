@@ -95,9 +95,20 @@ def _workload(args):
                         args.kv_tokens, args.max_batch)
 
 
+def _simulable(name: str) -> bool:
+    """Whether the simulator runs policy ``name`` (a valid variant, not an engine-only one)."""
+    from umbra.rollout.policies.variants import base_name, variant
+
+    try:
+        variant(name, 1)
+    except ValueError:
+        return False
+    return base_name(name) not in ENGINE_ONLY
+
+
 def run(args: argparse.Namespace) -> int:
     """Run ``umbra sim``; returns the exit code (2 on bad input)."""
-    from umbra.rollout.policies.variants import base_name, variant
+    from umbra.rollout.policies.variants import base_name, policy_names, variant
     from umbra.sim.spec_model import SpecModel
 
     try:
@@ -105,11 +116,12 @@ def run(args: argparse.Namespace) -> int:
             from umbra.sim.workload import trace_policies
 
             recorded = trace_policies(_trace_rows(args))
-            args.policies = ",".join(p for p in recorded if base_name(p) in SIM_VARIANT_NAMES)
+            args.policies = ",".join(p for p in recorded if _simulable(p))
+            if not args.policies:
+                raise ValueError(f"--vs-trace: the trace records no policy the simulator runs (recorded: "
+                                 f"{', '.join(recorded)[:200] or 'none'})")
         policies = ",".join(DEFAULT_VARIANTS) if args.policies is None else args.policies
-        names = [a for a, _ in ABLATION] if args.ablation else [n.strip() for n in policies.split(",") if n.strip()]
-        if not names:
-            raise ValueError("--policies names no policy")
+        names = [a for a, _ in ABLATION] if args.ablation else policy_names(policies)
         for n in names:
             variant(n, 1, balance_spread=args.balance_spread)
             if base_name(n) in ENGINE_ONLY:
@@ -193,9 +205,10 @@ def _versus_trace(args, names: list[str], chunk: int, spec) -> int:
     if skipped:
         print(f"not in the trace, or without measured finish times: {', '.join(skipped)}")
     cols = ("sim_time_s", "real_time_s", "time_ratio", "sim_tail_s", "real_tail_s", "tail_ratio")
-    print(" | ".join([f"{'policy':<14}"] + [f"{c:>12}" for c in cols]))
+    width = max(14, *map(len, out))
+    print(" | ".join([f"{'policy':<{width}}"] + [f"{c:>12}" for c in cols]))
     for name, r in out.items():
-        print(" | ".join([f"{name:<14}"] + [f"{'-' if r[c] is None else f'{r[c]:.3f}':>12}" for c in cols]))
+        print(" | ".join([f"{name:<{width}}"] + [f"{'-' if r[c] is None else f'{r[c]:.3f}':>12}" for c in cols]))
     if args.json_path:
         with open(args.json_path, "w") as fh:
             json.dump({"workload": args.workload, "chunk_tokens": chunk, "step_model": args.step_model,

@@ -71,7 +71,7 @@ def variant(name: str, chunk_tokens: int, kv_block_tokens: int = 1, kv_reserve: 
             raise ValueError(f"'{full_name}': only seer variants take a KV reserve (@reserve)")
         kv_reserve = suffix
     if kv_reserve not in KV_RESERVES:
-        raise ValueError(f"unknown KV reserve '{kv_reserve}': use {', '.join(KV_RESERVES)}")
+        raise ValueError(f"unknown KV reserve '{kv_reserve[:40]}': use {', '.join(KV_RESERVES)}")
     if balance_spread is not None and balance_spread < 0:
         raise ValueError("balance spread must be >= 0 (0: off)")
     if name in BASELINES:
@@ -84,6 +84,18 @@ def variant(name: str, chunk_tokens: int, kv_block_tokens: int = 1, kv_reserve: 
             **SEER_VARIANTS[name]}
     speculation, history = opts.pop("speculation", "grouped"), opts.pop("history", True)
     return Variant(full_name, "seer", opts, speculation, history and speculation == "grouped")
+
+
+def policy_names(text: str) -> list[str]:
+    """The names of a comma-separated ``--policies`` list, stripped; raises ValueError for an
+    empty list or a name given twice (its rows and trace records would collide)."""
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if not names:
+        raise ValueError("--policies names no policy")
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ValueError(f"--policies names {', '.join(twice)} more than once")
+    return names
 
 
 def base_name(name: str) -> str:
