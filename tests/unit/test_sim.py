@@ -217,6 +217,7 @@ def test_versus_trace_simulates_each_policy_on_its_own_records():
     r = out["request-lb"]
     assert r["real_time_s"] == 5.0 and r["time_ratio"] == pytest.approx(1.0)
     assert r["real_tail_s"] == 2.0 and r["tail_ratio"] == pytest.approx(1.0)
+    assert r["real_p90_s"] == 3.0 and r["p90_ratio"] == pytest.approx(1.0)  # the first of 2 requests: 90% done
     with pytest.raises(ValueError, match="finish_s"):
         parse_trace(['{"group": 0, "index": 0, "output_tokens": 1, "finish_s": -1}'])
 

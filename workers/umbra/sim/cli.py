@@ -204,11 +204,12 @@ def _versus_trace(args, names: list[str], chunk: int, spec) -> int:
     skipped = [n for n in names if n not in out]
     if skipped:
         print(f"not in the trace, or without measured finish times: {', '.join(skipped)}")
-    cols = ("sim_time_s", "real_time_s", "time_ratio", "sim_tail_s", "real_tail_s", "tail_ratio")
+    cols = ("sim_time_s", "real_time_s", "time_ratio", "sim_tail_s", "real_tail_s", "tail_ratio",
+            "sim_p90_s", "real_p90_s", "p90_ratio")
     width = max(14, *map(len, out))
-    print(" | ".join([f"{'policy':<{width}}"] + [f"{c:>12}" for c in cols]))
+    print(" | ".join([f"{'policy':<{width}}"] + [f"{c:>11}" for c in cols]))
     for name, r in out.items():
-        print(" | ".join([f"{name:<{width}}"] + [f"{'-' if r[c] is None else f'{r[c]:.3f}':>12}" for c in cols]))
+        print(" | ".join([f"{name:<{width}}"] + [f"{'-' if r[c] is None else f'{r[c]:.3f}':>11}" for c in cols]))
     if args.json_path:
         with open(args.json_path, "w") as fh:
             json.dump({"workload": args.workload, "chunk_tokens": chunk, "step_model": args.step_model,

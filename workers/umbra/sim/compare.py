@@ -56,7 +56,9 @@ def versus_trace(rows: list[dict], names: list[str], chunk_tokens: int, spec, sh
                  balance_spread: int | None = None) -> dict:
     """Each policy of ``names`` recorded in the trace, simulated on its own recorded requests
     and cluster, beside what was measured: per policy ``{"sim_time_s", "real_time_s",
-    "time_ratio", "sim_tail_s", "real_tail_s", "tail_ratio"}`` (sim / real). Policies
+    "time_ratio", "sim_tail_s", "real_tail_s", "tail_ratio", "sim_p90_s", "real_p90_s",
+    "p90_ratio"}`` (sim / real; p90: when 90% of the requests had finished, where the tail
+    starts, so a tail's error shows as the start's or the end's). Policies
     without records, or whose records carry no ``finish_s``, are left out. Every policy's
     workload is built, and passed to ``check`` (which raises ValueError to refuse it), before
     any is simulated; a bad one raises ValueError."""
@@ -81,4 +83,7 @@ def versus_trace(rows: list[dict], names: list[str], chunk_tokens: int, spec, sh
                      "time_ratio": sim["rollout_time_s"] / real_time if real_time > 0 else None,
                      "sim_tail_s": sim["tail_time_s"], "real_tail_s": real_tail,
                      "tail_ratio": sim["tail_time_s"] / real_tail if real_tail > 1e-3 else None}
+        sim_p90, real_p90 = sim["rollout_time_s"] - sim["tail_time_s"], real_time - real_tail
+        out[name].update({"sim_p90_s": sim_p90, "real_p90_s": real_p90,
+                          "p90_ratio": sim_p90 / real_p90 if real_p90 > 1e-3 else None})
     return out
