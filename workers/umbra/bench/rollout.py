@@ -165,7 +165,9 @@ def run(args: argparse.Namespace) -> int:
               + (f", accept len {batch.metrics['rollout/spec/accept_len']:.2f}" if v.spec else "")
               + "".join(f", {k.rsplit('/', 1)[1]} {batch.metrics[k]:.3g}"
                         for k in SPEC_EXTRAS if k in batch.metrics)
-              + (f", kv reserve {epochs[v.name][-1]['kv_reserve']}" if "kv_reserve" in epochs[v.name][-1] else ""),
+              + (f", kv reserve {epochs[v.name][-1]['kv_reserve']}" if "kv_reserve" in epochs[v.name][-1] else "")
+              + (f", re-prefilled {batch.metrics['rollout/reprefill_tokens']:.0f} tokens "
+                 f"({reprefill_pct(epochs[v.name][-1]):.1f}%)" if batch.metrics["rollout/reprefill_tokens"] else ""),
               flush=True)
         if e < args.epochs - 1:
             continue
@@ -215,11 +217,16 @@ def print_epochs(epochs: dict) -> None:
     the last epoch only)."""
     import statistics
 
-    print("per epoch (throughput tok/s, tail s):")
+    print("per epoch (throughput tok/s / tail s / re-prefilled tokens, % of output):")
     for name, rows in epochs.items():
-        cells = ", ".join(f"{r['throughput_tok_s']:.0f} / {r['tail_time_s']:.1f}" for r in rows)
+        cells = ", ".join(f"{r['throughput_tok_s']:.0f} / {r['tail_time_s']:.1f} / {reprefill_pct(r):.1f}%" for r in rows)
         print(f"  {name}: {cells}; median {statistics.median(r['throughput_tok_s'] for r in rows):.0f} / "
               f"{statistics.median(r['tail_time_s'] for r in rows):.1f}")
+
+
+def reprefill_pct(row: dict) -> float:
+    """Re-prefilled tokens of a rollout's row, in % of its output tokens."""
+    return 100 * row["reprefill_tokens"] / max(1.0, row["output_tokens"])
 
 
 def length_distribution(requests) -> dict:

@@ -1,0 +1,15 @@
+"""The rollout bench's per-epoch summary: what each rollout re-prefilled, beside its throughput
+and tail (the first rollout of a run is where the KV reserve gives up KV)."""
+from umbra.bench.rollout import print_epochs, reprefill_pct
+
+
+def row(tput, tail, reprefill, output):
+    return {"throughput_tok_s": tput, "tail_time_s": tail, "reprefill_tokens": reprefill, "output_tokens": output}
+
+
+def test_each_epoch_shows_its_re_prefill_as_a_share_of_the_output(capsys):
+    assert reprefill_pct(row(1, 1, 21664.0, 94482.0)) == 100 * 21664 / 94482
+    assert reprefill_pct(row(1, 1, 0.0, 0.0)) == 0.0  # an empty rollout: no division by zero
+    print_epochs({"seer-no-spec": [row(214.0, 14.8, 21664.0, 94482.0), row(223.9, 13.8, 1600.0, 92554.0)]})
+    out = capsys.readouterr().out
+    assert "214 / 14.8 / 22.9%, 224 / 13.8 / 1.7%; median 219 / 14.3" in out
