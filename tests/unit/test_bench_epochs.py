@@ -13,3 +13,15 @@ def test_each_epoch_shows_its_re_prefill_as_a_share_of_the_output(capsys):
     print_epochs({"seer-no-spec": [row(214.0, 14.8, 21664.0, 94482.0), row(223.9, 13.8, 1600.0, 92554.0)]})
     out = capsys.readouterr().out
     assert "214 / 14.8 / 22.9%, 224 / 13.8 / 1.7%; median 219 / 14.3" in out
+
+
+def test_bench_refuses_a_simulator_only_oracle_before_starting_anything(capsys):
+    import argparse
+
+    from umbra.bench import rollout as bench
+
+    p = argparse.ArgumentParser()
+    bench.add_arguments(p)
+    for name in ("oracle-divided", "oracle-divided@estimate"):
+        assert bench.run(p.parse_args(["--policies", f"verl,{name}"])) == 2
+        assert "simulator only" in capsys.readouterr().err

@@ -47,9 +47,10 @@ def test_every_request_completes_once_with_exact_tokens(n_groups, g_size, n_inst
     rng = random.Random(seed)
     groups = make_groups([[1, 2]] * n_groups, g_size, max_tokens, seed)
     true_len = {r.request_id: rng.randint(1, max_tokens + 5) for g in groups for r in g}
-    options = {"chunk_tokens": rng.randint(1, 8), "kv_block_tokens": rng.choice([1, 2, 4])} if name == "seer" else {}
-    if name == "oracle-lfs":
-        options = {"lengths": true_len}
+    chunked = name in ("seer", "seer-oracle")
+    options = {"chunk_tokens": rng.randint(1, 8), "kv_block_tokens": rng.choice([1, 2, 4])} if chunked else {}
+    if name in ("oracle-lfs", "seer-oracle"):
+        options["lengths"] = true_len
     policy = make_policy(name, **options)
     log = toy_rollout(policy, groups, [cap] * n_inst, true_len)
     for g in groups:
@@ -59,7 +60,7 @@ def test_every_request_completes_once_with_exact_tokens(n_groups, g_size, n_inst
             assert r.done and sum(c.tokens for c in r.chunks) == want
     finished = [rid for rid, _, _ in log]
     assert set(finished) == {r.request_id for g in groups for r in g}
-    if name != "seer":  # whole requests: exactly one dispatch each
+    if not chunked:  # whole requests: exactly one dispatch each
         assert len(finished) == len(set(finished))
 
 
@@ -161,10 +162,12 @@ def test_every_list_of_policy_names_agrees_with_the_policy_classes():
 
     from umbra.config import RolloutPolicy
     from umbra.rollout.policies import POLICIES
-    from umbra.rollout.policies.variants import BASELINES, DEFAULT_VARIANTS, SEER_VARIANTS, VARIANT_NAMES, variant
+    from umbra.rollout.policies.variants import (BASELINES, DEFAULT_VARIANTS, ORACLE_VARIANTS, SEER_VARIANTS,
+                                                 VARIANT_NAMES, variant)
 
     assert set(get_args(RolloutPolicy)) <= set(POLICIES) and "oracle-lfs" in POLICIES
-    assert set(VARIANT_NAMES) == set(BASELINES) | set(SEER_VARIANTS) and set(DEFAULT_VARIANTS) <= set(VARIANT_NAMES)
+    assert set(VARIANT_NAMES) == set(BASELINES) | set(SEER_VARIANTS) | set(ORACLE_VARIANTS)
+    assert set(DEFAULT_VARIANTS) <= set(VARIANT_NAMES)
     assert all(variant(n, 8).policy in POLICIES for n in VARIANT_NAMES)
 
 
@@ -186,3 +189,20 @@ def test_group_floor_raises_a_groups_estimate_to_a_running_members_length(group_
     waiting = p.by_id["g0-r2"]
     assert p.estimate[0] == (12 if group_floor else 3)
     assert p._key(waiting) == (1, -(12 if group_floor else 3), 1)
+
+
+def test_seer_oracle_runs_longest_true_length_first_with_no_probes():
+    # 3 groups x 2, one slot: Alg. 2 would run the three probes first; the oracle knows every
+    # length and runs longest first, a group's members apart where their lengths differ.
+    groups = make_groups([[1], [2], [3]], 2, 50, 0)
+    true_len = {"g0-r0": 5, "g0-r1": 40, "g1-r0": 30, "g1-r1": 3, "g2-r0": 10, "g2-r1": 12}
+    log = toy_rollout(make_policy("seer-oracle", lengths=true_len, chunk_tokens=100), groups, [1], true_len)
+    assert [rid for rid, _, _ in log] == ["g0-r1", "g1-r0", "g2-r1", "g2-r0", "g0-r0", "g1-r1"]
+
+
+def test_seer_oracle_started_request_continues_before_an_equal_new_one():
+    # chunks of 4 on one slot: the started 20-token request is not overtaken by the equal new one
+    groups = make_groups([[1], [2]], 1, 50, 0)
+    true_len = {"g0-r0": 20, "g1-r0": 20}
+    log = toy_rollout(make_policy("seer-oracle", lengths=true_len, chunk_tokens=4), groups, [1], true_len)
+    assert [rid for rid, _, _ in log] == ["g0-r0"] * 5 + ["g1-r0"] * 5

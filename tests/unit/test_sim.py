@@ -1,6 +1,7 @@
 """The rollout simulator (pure logic): hand-computed timelines, conservation, determinism,
 KV capacity, workloads and traces."""
 import json
+import math
 import random
 
 import pytest
@@ -70,7 +71,8 @@ def test_speculation_multiplies_tokens_per_step_when_drafting_pays():
 
 @settings(max_examples=40, deadline=None)
 @given(st.integers(1, 6), st.integers(1, 6), st.integers(1, 4), st.integers(1, 6), st.integers(8, 200),
-       st.sampled_from(["verl", "static-group", "request-lb", "seer", "seer-no-spec", "seer-divided", "oracle-lfs"]),
+       st.sampled_from(["verl", "static-group", "request-lb", "seer", "seer-no-spec", "seer-divided", "oracle-lfs",
+                        "oracle-divided"]),
        st.integers(0, 1000))
 def test_conservation_determinism_and_kv(n_groups, g_size, instances, max_batch, max_tokens, name, seed):
     rng = random.Random(seed)
@@ -316,3 +318,80 @@ def test_vs_trace_skips_recorded_policies_it_cannot_run(tmp_path, capsys):
     assert "records no policy the simulator runs (recorded: seer@bogus)" in capsys.readouterr().err
     assert cli.run(p.parse_args(["--workload", f"trace:{trace}", "--vs-trace", "--policies", "verl,verl"])) == 2
     assert "names verl more than once" in capsys.readouterr().err
+
+
+def test_chunked_oracle_starts_a_short_groups_outlier_first_where_alg2_cannot():
+    # one instance, two slots; group 3's last member is the 200-token outlier of a group whose
+    # others end at 10. Alg. 2 ranks it by its group's finished (short) responses and starts it
+    # late; the oracle on the same machinery starts it at once and ends sooner.
+    groups = [[(8, 50)] * 4, [(8, 50)] * 4, [(8, 50)] * 4, [(8, 10)] * 3 + [(8, 200)]]
+    w = Workload("outlier", groups, 256, Cluster(1, 10_000, 2, StepModel(c0=1.0, c_seq=0.0, c_ctx=0.0, c_prefill=0.0)))
+    lengths = {f"g{g}-r{i}": o for g, grp in enumerate(groups) for i, (_, o) in enumerate(grp)}
+    seer = simulate(build(variant("seer-no-spec", 32, 16), lengths), w)
+    oracle = simulate(build(variant("oracle-divided", 32, 16), lengths), w)
+    start = {name: next(r for r in res.requests if r.request_id == "g3-r3").chunks[0].start_s
+             for name, res in (("seer", seer), ("oracle", oracle))}
+    assert start["oracle"] == 0.0 and start["seer"] > 100
+    assert oracle.end_s < seer.end_s
+
+
+def test_lognormal_workload_has_its_shape_and_refuses_bad_specs(capsys):
+    import argparse
+
+    from umbra.sim import cli, lognormal
+    from umbra.sim.step_model import CPU_SMOLLM2
+
+    w = lognormal.workload("lognormal:requests=400,max_tokens=768,mean_tokens=278,group_share=0.9", 8, 0, CPU_SMOLLM2)
+    flat = [o for g in w.groups for _, o in g]
+    assert len(w.groups) == 50 and len(flat) == 400 and max(flat) <= 768 and abs(sum(flat) / 400 - 278) < 3
+    assert all(len({p for p, _ in g}) == 1 for g in w.groups)  # one prompt per group
+    assert w.cluster.instances == 2 and w.cluster.kv_tokens == 32 * w.max_len
+    # a group explains most of the spread at group_share 0.9, little at 0.0
+    def within_share(ws):
+        logs = [[math.log(o) for _, o in g] for g in ws.groups]
+        mean = sum(map(sum, logs)) / sum(map(len, logs))
+        total = sum((x - mean) ** 2 for g in logs for x in g)
+        return sum((x - sum(g) / len(g)) ** 2 for g in logs for x in g) / total
+    assert within_share(w) < 0.3 < 0.7 < within_share(
+        lognormal.workload("lognormal:requests=400,group_share=0", 8, 0, CPU_SMOLLM2))
+
+    p = argparse.ArgumentParser()
+    cli.add_arguments(p)
+    assert cli.run(p.parse_args(["--workload", "lognormal:requests=64,max_tokens=128,mean_tokens=40",
+                                 "--policies", "verl,seer-no-spec,oracle-divided"])) == 0
+    out = capsys.readouterr().out
+    assert "64 requests in 8 groups" in out and "oracle-divided" in out
+    for bad, msg in (("lognormal:requests=abc", "integer"), ("lognormal:sigma=9", "within"),
+                     ("lognormal:colour=red", "KEY=VALUE"), ("lognormal:mean_tokens=900", "below max_tokens"),
+                     ("lognormal:requests=100", "divide"), ("lognormal:sigma=nan", "within")):
+        assert cli.run(p.parse_args(["--workload", bad])) == 2, bad
+        assert msg in capsys.readouterr().err, bad
+
+
+def test_a_preempted_request_recomputes_only_the_blocks_reused_since():
+    # Two 600-token requests of different groups on one instance of 1,000 KV tokens: they fill
+    # it at 500 tokens each and the newer one is preempted. vLLM frees its blocks last block
+    # first into a least-recently-freed-first queue, so the older one's remaining 116 tokens
+    # reuse that many of them; when the older one ends, the preempted one resumes and
+    # recomputes those (whole blocks of 16), its prefix still cached.
+    step = StepModel(c0=0.01, c_seq=0.001, c_ctx=0.0, c_prefill=1e-4)
+    res = simulate(variant_policy("verl"), Workload("p", [[(16, 600)], [(16, 600)]], 600,
+                                                    Cluster(1, 1000, 8, step)))
+    assert res.preemptions == 1
+    first, resumed = res.requests[1].chunks
+    held = 16 + first.tokens                # its context when preempted
+    reused = 600 - (held - 16)              # what the older request still decoded after that
+    assert held > 480 and reused <= resumed.prefill <= reused + 16  # the reused tail, whole blocks
+
+
+def test_ablation_prints_the_true_length_bound_beside_the_papers_oracle(capsys):
+    from umbra.sim import cli
+
+    rows = {"verl": 1.0, "seer-divided": 1.1, "seer-no-spec": 1.2, "seer": 1.5, "oracle-divided": 1.25}
+    results = {k: {"throughput_vs_verl": v, "throughput_tok_s": 100 * v} for k, v in rows.items()}
+    cli.print_paper_ablation(results, "qwen2-vl-72b")
+    out = capsys.readouterr().out
+    assert "bound: true lengths, longest first   1.25 | 1.63  (-0.38)" in out
+    assert "context-aware / bound                0.96 | 0.96" in out
+    cli.print_paper_ablation(results, "moonlight")  # the paper reports its oracle for Qwen2-VL only
+    assert "1.25 |    -" in capsys.readouterr().out

@@ -13,7 +13,8 @@ import os
 import sys
 import time
 
-from umbra.rollout.policies.variants import DEFAULT_VARIANTS, KV_RESERVES, add_ratios, build, policy_names, variant
+from umbra.rollout.policies.variants import (DEFAULT_VARIANTS, KV_RESERVES, SIM_ONLY, add_ratios, base_name, build,
+                                             policy_names, variant)
 
 FIELDS = ("rollout_time_s", "throughput_tok_s", "tail_time_s", "accept_len", "preemptions", "output_tokens",
           "migrations", "kv_given_up", "reprefill_tokens", "draft_tokens", "decode_tok_s")
@@ -63,6 +64,10 @@ def run(args: argparse.Namespace) -> int:
     try:
         variants = [variant(n, args.chunk_tokens, kv_reserve=args.kv_reserve, balance_spread=args.balance_spread)
                     for n in policy_names(args.policies)]
+        for v in variants:
+            if base_name(v.name) in SIM_ONLY:
+                raise ValueError(f"policy '{v.name}' runs in the simulator only (`umbra sim`): a chunked rollout "
+                                 "samples each chunk afresh, so no earlier pass knows its lengths")
         for flag in ("prompts", "group_size", "max_tokens", "instances", "chunk_tokens", "kv_cache_gib",
                      "max_num_seqs", "epochs"):
             if getattr(args, flag) < 1:

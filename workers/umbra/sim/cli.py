@@ -10,6 +10,7 @@ import sys
 import time
 
 from umbra.rollout.policies.variants import ABLATION, DEFAULT_VARIANTS, ENGINE_ONLY, KV_RESERVES, SIM_VARIANT_NAMES
+from umbra.sim import lognormal
 from umbra.sim.compare import simulate_policies, trace_cluster_workload
 from umbra.sim.spec_model import ASSUMED_ACCEPT_LEN
 
@@ -20,8 +21,10 @@ FIELDS = ("rollout_time_s", "throughput_tok_s", "tail_time_s", "idle_frac", "pre
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workload", required=True,
-                   help="a preset (moonlight, qwen2-vl-72b, kimi-k2) or trace:PATH (a JSONL trace)")
-    p.add_argument("--group-size", type=int, default=8, help="G of a preset workload")
+                   help="a preset (moonlight, qwen2-vl-72b, kimi-k2), trace:PATH (a JSONL trace) or "
+                        "lognormal:KEY=VALUE,... (keys: " + ", ".join(f"{k} (default {d})" for k, (_, d, _, _)
+                                                                      in lognormal.KEYS.items()) + ")")
+    p.add_argument("--group-size", type=int, default=8, help="G of a preset or lognormal workload")
     p.add_argument("--policies", default=None,
                    help=f"default: {','.join(DEFAULT_VARIANTS)} (with --vs-trace: every policy the trace recorded)")
     p.add_argument("--ablation", action="store_true", help="Seer Table 4 shape: + divided, + context, + grouped SD")
@@ -56,7 +59,7 @@ def _step(args):
     from umbra.sim.step_model import CPU_SMOLLM2, StepModel
 
     return StepModel.from_json(args.step_model) if args.step_model else (
-        CPU_SMOLLM2 if args.workload.startswith("trace:") else None)
+        CPU_SMOLLM2 if args.workload.startswith(("trace:", "lognormal:")) else None)
 
 
 def _spread(args) -> int | None:
@@ -84,13 +87,16 @@ def _workload(args):
     from umbra.sim.workload import preset_workload, with_cluster
 
     step = _step(args)
-    if step is not None and step.c_host and not args.workload.startswith("trace:"):
+    if step is not None and step.c_host and not args.workload.startswith(("trace:", lognormal.PREFIX)):
         raise ValueError(f"{args.step_model} has c_host (instances sharing one machine, fitted from a bench trace); "
                          f"the {args.workload} preset's instances have machines of their own: use a step model "
                          "without it")
     if args.workload.startswith("trace:"):
         return trace_cluster_workload(_trace_rows(args), args.trace_policy, args.instances, args.kv_tokens,
                                       args.max_batch, step, args.workload)
+    if args.workload.startswith(lognormal.PREFIX):
+        return with_cluster(lognormal.workload(args.workload, args.group_size, args.seed, step), args.instances,
+                            args.kv_tokens, args.max_batch)
     return with_cluster(preset_workload(args.workload, args.group_size, args.seed, step), args.instances,
                         args.kv_tokens, args.max_batch)
 
@@ -121,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
                 raise ValueError(f"--vs-trace: the trace records no policy the simulator runs (recorded: "
                                  f"{', '.join(recorded)[:200] or 'none'})")
         policies = ",".join(DEFAULT_VARIANTS) if args.policies is None else args.policies
-        names = [a for a, _ in ABLATION] if args.ablation else policy_names(policies)
+        names = [a for a, _ in ABLATION + (ABLATION_BOUND,)] if args.ablation else policy_names(policies)
         for n in names:
             variant(n, 1, balance_spread=args.balance_spread)
             if base_name(n) in ENGINE_ONLY:
@@ -159,7 +165,7 @@ def run(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     results = simulate_policies(workload, names, chunk, spec, args.shared_kv, args.kv_reserve, args.balance_spread)
     wall = time.perf_counter() - t0
-    labels = dict(ABLATION) if args.ablation else {}
+    labels = dict(ABLATION + (ABLATION_BOUND,)) if args.ablation else {}
     print_table(results, labels)
     if args.ablation:
         print_paper_ablation(results, args.workload)
@@ -219,10 +225,15 @@ def _versus_trace(args, names: list[str], chunk: int, spec) -> int:
 
 # Seer Table 4 (throughput vs veRL) per preset: + divided, + context-aware, + grouped SD.
 PAPER_TABLE_4 = {"moonlight": (1.41, 1.47, 1.90), "qwen2-vl-72b": (1.42, 1.56, 2.04), "kimi-k2": (1.16, 1.27, 1.53)}
+# The ablation's last row: Seer's machinery on true lengths (Seer §3.3's oracle; reported for
+# Qwen2-VL-72B only: 1.63x veRL, context-aware at 96% of it).
+ABLATION_BOUND = ("oracle-divided", "bound: true lengths, longest first")
+PAPER_ORACLE = {"qwen2-vl-72b": 1.63}
 
 
 def print_paper_ablation(results: dict, workload: str) -> None:
-    """Our ablation's throughput ratios to verl beside the paper's Table 4 (presets only)."""
+    """Our ablation's throughput ratios to verl beside the paper's Table 4 (presets only), and
+    context-aware scheduling's share of the true-length bound beside the paper's."""
     paper = PAPER_TABLE_4.get(workload)
     if not paper or "verl" not in results:
         return
@@ -230,6 +241,12 @@ def print_paper_ablation(results: dict, workload: str) -> None:
     for (name, label), want in zip(ABLATION[1:], paper):
         got = results[name]["throughput_vs_verl"]
         print(f"  {label:<34} {got:6.2f} | {want:4.2f}  ({got - want:+.2f})")
+    bound = results.get(ABLATION_BOUND[0])
+    if bound:
+        got, want = bound["throughput_vs_verl"], PAPER_ORACLE.get(workload)
+        print(f"  {ABLATION_BOUND[1]:<34} {got:6.2f} | " + (f"{want:4.2f}  ({got - want:+.2f})" if want else "   -"))
+        share = results["seer-no-spec"]["throughput_tok_s"] / bound["throughput_tok_s"]
+        print(f"  {'context-aware / bound':<34} {share:6.2f} | " + (f"{paper[1] / want:4.2f}" if want else "   -"))
 
 
 def print_table(results: dict, labels: dict | None = None) -> None:

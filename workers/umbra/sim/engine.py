@@ -17,7 +17,12 @@ runs at once follows the policy's admission rule (``Policy.admission``): a worst
 ("cap"); the policy's KV ledger ("kv"); or, for ``verl``, vLLM's own scheduler ("engine"):
 the instance admits waiting requests first come while their context fits, and when a step
 needs KV that is not free it preempts the newest running request, whose context is
-recomputed when it resumes (vLLM's preemption by recompute). The running requests of a
+recomputed when it resumes (vLLM's preemption by recompute) except what its prefix cache
+still holds: vLLM frees a preempted request's blocks last block first into a free queue that
+hands out the least recently freed block first, so its blocks are reused, from its tail
+back, by the next KV the instance allocates (ours: each instance counts the KV tokens it
+allocated, and a resumed request recomputes only what was allocated since its preemption,
+up to its context). The running requests of a
 group on one instance hold their prompt's full KV blocks once, as vLLM's prefix cache
 shares them (a group whose requests have prompts of different lengths, as the presets draw
 them, shares nothing: the ledger's rule).
@@ -53,7 +58,7 @@ class SimResult:
 
 class _Instance:
     __slots__ = ("t", "stall_until", "v", "n", "ctx", "heap", "version", "rate", "prompts", "peak", "waiting",
-                 "admitted", "shared", "groups")
+                 "admitted", "shared", "groups", "allocated", "preempted")
 
     def __init__(self):
         self.t = self.stall_until = self.v = 0.0
@@ -64,6 +69,8 @@ class _Instance:
         self.admitted: list = []        # engine admission: running entries in admission order (newest last)
         self.groups: Counter = Counter()  # engine admission: running requests per shared prompt (KVLedger.prompt_key)
         self.shared = 0.0               # engine admission: prompt tokens in ``ctx`` that share blocks
+        self.allocated = 0.0            # KV tokens allocated so far (decoded or prefilled here)
+        self.preempted: dict = {}       # engine admission: request_id -> (``allocated`` then, its context)
 
     def kv(self) -> float:
         """KV tokens the running requests hold (a group's full prompt blocks once)."""
@@ -90,6 +97,7 @@ class _Instance:
             dv = self.rate * (t - run_from)
             self.v += dv
             self.ctx += self.n * dv
+            self.allocated += self.n * dv
         self.t = max(self.t, t)
 
 
@@ -142,6 +150,7 @@ def simulate(policy, workload: Workload, spec: SpecModel | None = None, shared_k
         nonlocal serial
         context = r.prompt_len + r.num_generated
         inst.stall_until = max(inst.t, inst.stall_until) + prefill * step.c_prefill
+        inst.allocated += prefill
         serial += 1
         entry = (inst.v + tokens, serial, r, tokens, start, prefill, context, inst.v)
         heapq.heappush(inst.heap, entry)
@@ -179,10 +188,18 @@ def simulate(policy, workload: Workload, spec: SpecModel | None = None, shared_k
             if inst.n and inst.kv() + context - inst.shareable(r) + 1 > kv_cap:
                 break
             inst.waiting.popleft()
+            # (before ``hold``: a sibling running here shares the prompt's blocks, not the request itself)
+            prefill = first_prefill(r, inst) if not r.num_generated else resumed_prefill(inst, r, context)
             inst.hold(r, 1)
-            prefill = first_prefill(r, inst) if not r.num_generated else context  # a resumed one recomputes
             inst.prompts.add(r.group_id)
             inst.admitted.append(run(inst, r, r.tokens_this_chunk(r.remaining), t, t, prefill))
+
+    def resumed_prefill(inst: _Instance, r, context: int) -> int:
+        """Tokens a preempted request recomputes when it resumes: those whose blocks the
+        instance reused since (tail first), the prompt's shared blocks excepted."""
+        at, held = inst.preempted.pop(r.request_id, (inst.allocated, 0))
+        cached = max(0.0, held - (inst.allocated - at)) // KV_BLOCK_TOKENS * KV_BLOCK_TOKENS
+        return max(1, context - max(int(cached), inst.shareable(r)))
 
     def preempt(i: int, t: float) -> None:
         """The KV cache is full: the newest running request goes back to the front of the
@@ -200,6 +217,7 @@ def simulate(policy, workload: Workload, spec: SpecModel | None = None, shared_k
         inst.n -= 1
         inst.ctx = max(0.0, inst.ctx - (context + progress))
         inst.hold(r, -1)
+        inst.preempted[r.request_id] = (inst.allocated, context + done)
         inst.waiting.appendleft(r)
         preemptions += 1
 

@@ -9,9 +9,11 @@ from umbra.rollout.policies.base import Dispatch, Policy
 from umbra.rollout.policies.oracle_lfs import OracleLFSPolicy
 from umbra.rollout.policies.request_lb import RequestLBPolicy
 from umbra.rollout.policies.seer import SeerPolicy
+from umbra.rollout.policies.seer_oracle import SeerOraclePolicy
 from umbra.rollout.policies.static_group import StaticGroupPolicy, VerlPolicy
 
-POLICIES = {p.name: p for p in (VerlPolicy, StaticGroupPolicy, RequestLBPolicy, SeerPolicy, OracleLFSPolicy)}
+POLICIES = {p.name: p for p in (VerlPolicy, StaticGroupPolicy, RequestLBPolicy, SeerPolicy, OracleLFSPolicy,
+                                  SeerOraclePolicy)}
 POLICY_NAMES = tuple(POLICIES)
 
 
@@ -28,4 +30,4 @@ def make_policy(name: str, **options) -> Policy:
 
 
 __all__ = ["Dispatch", "Policy", "POLICIES", "POLICY_NAMES", "make_policy", "StaticGroupPolicy", "VerlPolicy",
-           "RequestLBPolicy", "SeerPolicy", "OracleLFSPolicy"]
+           "RequestLBPolicy", "SeerPolicy", "OracleLFSPolicy", "SeerOraclePolicy"]

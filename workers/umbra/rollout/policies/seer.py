@@ -273,11 +273,16 @@ class SeerPolicy(Policy):
         led, total = self.ledger, 0
         for rid in led.on[i]:
             res, r = led.residents[rid], self.by_id[rid]
-            est = self.estimate[r.group_id]
-            final = r.max_tokens if est is None else max(est, r.num_generated + 1)
+            final = self._final_estimate(r)
             total += max(0, led.private(r, i, r.prompt_len + min(final, r.max_tokens)) - res.private)
         self._growth_cache[i] = (key, total)
         return total
+
+    def _final_estimate(self, r: Request) -> int:
+        """Output tokens ``r`` is expected to end at: its group's estimate (``max_tokens``
+        while unknown), at least one more than it has generated."""
+        est = self.estimate[r.group_id]
+        return r.max_tokens if est is None else max(est, r.num_generated + 1)
 
     def _place_fresh(self, r: Request) -> int | None:
         """Instance for a request with no KV anywhere: a free slot and, with a ledger, room for

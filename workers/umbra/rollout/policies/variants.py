@@ -24,12 +24,19 @@ SEER_VARIANTS = {"seer": {}, "seer-no-spec": {"speculation": None}, "seer-no-con
                  # beyond the paper: seer without speculation, instance loads kept within 4 requests
                  "seer-balanced": {"speculation": None, "balance_spread": 4}}
 BASELINES = ("verl", "static-group", "request-lb", "oracle-lfs")
+# The upper bound on Seer's own machinery (divided rollout, KV ledger, reserve): ranked by true
+# lengths instead of group estimates (``SeerOraclePolicy``).
+ORACLE_VARIANTS = {"oracle-divided": {}}
 VARIANT_NAMES = ("verl", "static-group", "request-lb", "seer-divided", "seer-no-spec", "seer", "seer-no-context",
-                 "seer-no-divided", "seer-no-history", "spec-ngram", "spec-null", "seer-history", "seer-balanced", "oracle-lfs")
+                 "seer-no-divided", "seer-no-history", "spec-ngram", "spec-null", "seer-history", "seer-balanced",
+                 "oracle-lfs", "oracle-divided")
 # Variants only real engines can run: the simulator models grouped speculation by an acceptance
 # length, with no notion of where drafts come from.
 ENGINE_ONLY = ("seer-no-history", "spec-ngram", "spec-null")
+# Variants only the simulator can run: real chunks sample afresh, so no earlier pass knows their lengths.
+SIM_ONLY = tuple(ORACLE_VARIANTS)
 SIM_VARIANT_NAMES = tuple(n for n in VARIANT_NAMES if n not in ENGINE_ONLY)
+ENGINE_VARIANT_NAMES = tuple(n for n in VARIANT_NAMES if n not in SIM_ONLY)
 # What bench, sim and the what-if page compare unless told otherwise.
 DEFAULT_VARIANTS = ("verl", "static-group", "request-lb", "seer-no-spec", "seer", "oracle-lfs")
 # Seer Table 4's rows: baseline (veRL), + divided rollout, + context-aware scheduling, + grouped SD.
@@ -67,8 +74,8 @@ def variant(name: str, chunk_tokens: int, kv_block_tokens: int = 1, kv_reserve: 
     ValueError for other names."""
     full_name, (name, at, suffix) = name, name.partition("@")
     if at:  # "seer-no-spec@estimate": this variant's own reserve, beside others in one run
-        if name not in SEER_VARIANTS:
-            raise ValueError(f"'{full_name}': only seer variants take a KV reserve (@reserve)")
+        if name not in SEER_VARIANTS and name not in ORACLE_VARIANTS:
+            raise ValueError(f"'{full_name}': only seer and chunked oracle variants take a KV reserve (@reserve)")
         kv_reserve = suffix
     if kv_reserve not in KV_RESERVES:
         raise ValueError(f"unknown KV reserve '{kv_reserve[:40]}': use {', '.join(KV_RESERVES)}")
@@ -76,12 +83,14 @@ def variant(name: str, chunk_tokens: int, kv_block_tokens: int = 1, kv_reserve: 
         raise ValueError("balance spread must be >= 0 (0: off)")
     if name in BASELINES:
         return Variant(name, name, {})
-    if name not in SEER_VARIANTS:
+    if name not in SEER_VARIANTS and name not in ORACLE_VARIANTS:
         raise ValueError(f"unknown policy '{name}': use {', '.join(VARIANT_NAMES)}")
     reserve = {"chunk": True, "estimate": "estimate", "none": False, "adaptive": "adaptive", "auto": "auto"}[kv_reserve]
     opts = {"chunk_tokens": chunk_tokens, "divided": True, "context_aware": True,
-            "kv_block_tokens": kv_block_tokens, "growth_reserve": reserve, "balance_spread": balance_spread,
-            **SEER_VARIANTS[name]}
+            "kv_block_tokens": kv_block_tokens, "growth_reserve": reserve, "balance_spread": balance_spread}
+    if name in ORACLE_VARIANTS:
+        return Variant(full_name, "seer-oracle", {**opts, **ORACLE_VARIANTS[name]})
+    opts.update(SEER_VARIANTS[name])
     speculation, history = opts.pop("speculation", "grouped"), opts.pop("history", True)
     return Variant(full_name, "seer", opts, speculation, history and speculation == "grouped")
 
@@ -104,9 +113,9 @@ def base_name(name: str) -> str:
 
 
 def build(v: Variant, lengths: dict[str, int] | None):
-    """The policy object of variant ``v`` (oracle-lfs gets the measured ``lengths``)."""
-    if v.policy == "oracle-lfs":
-        return make_policy("oracle-lfs", lengths=lengths or {})
+    """The policy object of variant ``v`` (the oracles get the true ``lengths``)."""
+    if v.policy in ("oracle-lfs", "seer-oracle"):
+        return make_policy(v.policy, lengths=lengths or {}, **v.options)
     return make_policy(v.policy, **v.options)
 
 
