@@ -7,6 +7,7 @@ import re
 import pytest
 
 from runs.forms import RunForm, field_label
+from umbra.rollout.policies.variants import SIM_VARIANT_NAMES
 from tests import factories
 
 pytestmark = pytest.mark.django_db
@@ -48,7 +49,8 @@ def test_whatif_form_is_aligned_and_groups_its_policies(client, team_user):
     page = client.get(f"/teams/{team.slug}/whatif/").content.decode()
     assert "<p><label" not in page and 'data-field="accept_len"' in page
     policies = _field_block(page, "policies")
-    assert 'role="group"' in policies and 'class="choice-grid' in policies and policies.count('class="choice"') == 11
+    assert 'role="group"' in policies and 'class="choice-grid' in policies
+    assert policies.count('class="choice"') == len(SIM_VARIANT_NAMES) and "oracle-divided" in policies
     labels = _labels(page)
     assert "Shared KV pool" in labels and "Max batch per instance" in labels and "Policies" in labels
     assert all(lb[:1].isupper() and not lb.endswith(":") for lb in labels), labels

@@ -10,7 +10,7 @@ from umbra.sim.workload import Cluster, Workload, group_lengths
 
 PREFIX = "lognormal:"
 # key -> (type, default, low, high): bounds keep a simulation's memory and time in check
-KEYS = {"requests": (int, 512, 1, 200_000), "max_tokens": (int, 768, 2, 1_000_000),
+KEYS = {"requests": (int, 512, 1, 20_000), "max_tokens": (int, 768, 2, 200_000),
         "mean_tokens": (float, 278.0, 1.0, 1_000_000.0), "sigma": (float, 0.65, 0.0, 4.0),
         "group_share": (float, 0.3, 0.0, 1.0), "prompt_tokens": (int, 130, 1, 1_000_000)}
 # the cluster unless overridden: two instances as `umbra bench rollout` runs them on this machine
