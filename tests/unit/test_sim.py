@@ -363,9 +363,18 @@ def test_lognormal_workload_has_its_shape_and_refuses_bad_specs(capsys):
     assert "64 requests in 8 groups" in out and "oracle-divided" in out
     for bad, msg in (("lognormal:requests=abc", "integer"), ("lognormal:sigma=9", "within"),
                      ("lognormal:colour=red", "KEY=VALUE"), ("lognormal:mean_tokens=900", "below max_tokens"),
-                     ("lognormal:requests=100", "divide"), ("lognormal:sigma=nan", "within")):
+                     ("lognormal:requests=100", "divide"), ("lognormal:sigma=nan", "a number")):
         assert cli.run(p.parse_args(["--workload", bad])) == 2, bad
         assert msg in capsys.readouterr().err, bad
+    for bad, msg in (("lognormal:requests=16,requests=32", "twice"), ("lognormal:requests=\uff11\uff16", "integer"),
+                     ("lognormal:requests=1_6", "integer"), ("lognormal:mean_tokens=1.5,sigma=4", "not reachable")):
+        assert cli.run(p.parse_args(["--workload", bad])) == 2, bad
+        assert msg in capsys.readouterr().err, bad
+    assert cli.run(p.parse_args(["--workload", "lognormal:requests=16", "--instances", "5000"])) == 2
+    assert "--instances must be <= 1024" in capsys.readouterr().err
+    assert cli.run(p.parse_args(["--workload", "lognormal:requests=16", "--policies", "verl",
+                                 "--json", "/proc/umbra-test.json"])) == 2
+    assert "cannot write" in capsys.readouterr().err
 
 
 def test_a_preempted_request_recomputes_only_the_blocks_reused_since():
@@ -384,14 +393,14 @@ def test_a_preempted_request_recomputes_only_the_blocks_reused_since():
     assert held > 480 and reused <= resumed.prefill <= reused + 16  # the reused tail, whole blocks
 
 
-def test_ablation_prints_the_true_length_bound_beside_the_papers_oracle(capsys):
+def test_ablation_prints_the_true_length_oracle_beside_the_papers(capsys):
     from umbra.sim import cli
 
     rows = {"verl": 1.0, "seer-divided": 1.1, "seer-no-spec": 1.2, "seer": 1.5, "oracle-divided": 1.25}
     results = {k: {"throughput_vs_verl": v, "throughput_tok_s": 100 * v} for k, v in rows.items()}
     cli.print_paper_ablation(results, "qwen2-vl-72b")
     out = capsys.readouterr().out
-    assert "bound: true lengths, longest first   1.25 | 1.63  (-0.38)" in out
-    assert "context-aware / bound                0.96 | 0.96" in out
+    assert "oracle: true lengths, longest first   1.25 | 1.63  (-0.38)" in out
+    assert "context-aware / oracle               0.96 | 0.96" in out
     cli.print_paper_ablation(results, "moonlight")  # the paper reports its oracle for Qwen2-VL only
     assert "1.25 |    -" in capsys.readouterr().out

@@ -15,6 +15,7 @@ from umbra.sim.compare import simulate_policies, trace_cluster_workload
 from umbra.sim.spec_model import ASSUMED_ACCEPT_LEN
 
 MAX_CHUNKS_PER_REQUEST = 1024  # bounds the events of a simulation
+MAX_INSTANCES = 1024  # as a trace's ``instances`` field: bounds the simulation's memory
 FIELDS = ("rollout_time_s", "throughput_tok_s", "tail_time_s", "idle_frac", "preemptions", "migrations",
           "kv_given_up", "reprefill_tokens", "output_tokens")
 
@@ -137,6 +138,8 @@ def run(args: argparse.Namespace) -> int:
             val = getattr(args, flag)
             if val is not None and val < 1:
                 raise ValueError(f"--{flag.replace('_', '-')} must be >= 1")
+        if args.instances is not None and args.instances > MAX_INSTANCES:
+            raise ValueError(f"--instances must be <= {MAX_INSTANCES}")
         if args.json_path and (not os.path.isdir(os.path.dirname(os.path.abspath(args.json_path)))
                                or os.path.isdir(args.json_path)):
             raise ValueError(f"--json: {args.json_path} is a folder or its folder does not exist")
@@ -171,12 +174,21 @@ def run(args: argparse.Namespace) -> int:
         print_paper_ablation(results, args.workload)
     print(f"simulated {len(names)} policies in {wall:.2f} s")
     if args.json_path:
-        with open(args.json_path, "w") as fh:
-            json.dump({"workload": workload.name, "meta": workload.meta, "chunk_tokens": chunk,
-                       "accept_len": args.accept_len, "shared_kv": args.shared_kv, "wall_s": wall,
-                       "kv_reserve": args.kv_reserve, "balance_spread": _spread(args),
-                       "results": {k: {f: v for f, v in r.items() if f != "records"} for k, r in results.items()}},
-                      fh, indent=2)
+        return _write_json(args.json_path, {
+            "workload": workload.name, "meta": workload.meta, "chunk_tokens": chunk, "accept_len": args.accept_len,
+            "shared_kv": args.shared_kv, "wall_s": wall, "kv_reserve": args.kv_reserve, "balance_spread": _spread(args),
+            "results": {k: {f: v for f, v in r.items() if f != "records"} for k, r in results.items()}})
+    return 0
+
+
+def _write_json(path: str, data: dict) -> int:
+    """Write ``--json``; 0, or 2 with a message when the file cannot be written."""
+    try:
+        with open(path, "w") as fh:
+            json.dump(data, fh, indent=2)
+    except OSError as exc:
+        print(f"umbra sim: --json: cannot write {path} ({exc.strerror or exc})", file=sys.stderr)
+        return 2
     return 0
 
 
@@ -217,9 +229,8 @@ def _versus_trace(args, names: list[str], chunk: int, spec) -> int:
     for name, r in out.items():
         print(" | ".join([f"{name:<{width}}"] + [f"{'-' if r[c] is None else f'{r[c]:.3f}':>11}" for c in cols]))
     if args.json_path:
-        with open(args.json_path, "w") as fh:
-            json.dump({"workload": args.workload, "chunk_tokens": chunk, "step_model": args.step_model,
-                       "results": out}, fh, indent=2)
+        return _write_json(args.json_path, {"workload": args.workload, "chunk_tokens": chunk,
+                                            "step_model": args.step_model, "results": out})
     return 0
 
 
@@ -227,13 +238,13 @@ def _versus_trace(args, names: list[str], chunk: int, spec) -> int:
 PAPER_TABLE_4 = {"moonlight": (1.41, 1.47, 1.90), "qwen2-vl-72b": (1.42, 1.56, 2.04), "kimi-k2": (1.16, 1.27, 1.53)}
 # The ablation's last row: Seer's machinery on true lengths (Seer §3.3's oracle; reported for
 # Qwen2-VL-72B only: 1.63x veRL, context-aware at 96% of it).
-ABLATION_BOUND = ("oracle-divided", "bound: true lengths, longest first")
+ABLATION_BOUND = ("oracle-divided", "oracle: true lengths, longest first")
 PAPER_ORACLE = {"qwen2-vl-72b": 1.63}
 
 
 def print_paper_ablation(results: dict, workload: str) -> None:
     """Our ablation's throughput ratios to verl beside the paper's Table 4 (presets only), and
-    context-aware scheduling's share of the true-length bound beside the paper's."""
+    context-aware scheduling's share of the true-length oracle's throughput beside the paper's."""
     paper = PAPER_TABLE_4.get(workload)
     if not paper or "verl" not in results:
         return
@@ -246,7 +257,7 @@ def print_paper_ablation(results: dict, workload: str) -> None:
         got, want = bound["throughput_vs_verl"], PAPER_ORACLE.get(workload)
         print(f"  {ABLATION_BOUND[1]:<34} {got:6.2f} | " + (f"{want:4.2f}  ({got - want:+.2f})" if want else "   -"))
         share = results["seer-no-spec"]["throughput_tok_s"] / bound["throughput_tok_s"]
-        print(f"  {'context-aware / bound':<34} {share:6.2f} | " + (f"{paper[1] / want:4.2f}" if want else "   -"))
+        print(f"  {'context-aware / oracle':<34} {share:6.2f} | " + (f"{paper[1] / want:4.2f}" if want else "   -"))
 
 
 def print_table(results: dict, labels: dict | None = None) -> None:

@@ -22,7 +22,8 @@ still holds: vLLM frees a preempted request's blocks last block first into a fre
 hands out the least recently freed block first, so its blocks are reused, from its tail
 back, by the next KV the instance allocates (ours: each instance counts the KV tokens it
 allocated, and a resumed request recomputes only what was allocated since its preemption,
-up to its context). The running requests of a
+up to its context; with several preempted requests waiting this overstates the recompute of
+the later ones, whose blocks the queue reaches only after the earlier ones'). The running requests of a
 group on one instance hold their prompt's full KV blocks once, as vLLM's prefix cache
 shares them (a group whose requests have prompts of different lengths, as the presets draw
 them, shares nothing: the ledger's rule).

@@ -1,4 +1,4 @@
-"""Seer's machinery ranked by true lengths: the upper bound of context-aware scheduling."""
+"""Seer's machinery ranked by true lengths: the paper's oracle for context-aware scheduling."""
 from __future__ import annotations
 
 from umbra.rollout.policies.seer import SeerPolicy
@@ -10,8 +10,9 @@ class SeerOraclePolicy(SeerPolicy):
     decision ranks by each request's true output length, longest first, instead of Alg. 2's
     group estimates: the oracle of Seer §3.3 ("true lengths, longest first"; Qwen2-VL-72B:
     1.63x veRL against context-aware's 1.56x), which runs on Seer's own infrastructure.
-    ``oracle-lfs`` runs whole requests on vLLM's scheduler instead, so the two bound
-    different things.
+    ``oracle-lfs`` runs whole requests on vLLM's scheduler instead. Like it, this is a
+    reference, not a strict bound: longest first is a heuristic even on exact lengths (on
+    very spread lengths, e.g. lognormal sigma 1.8, Alg. 2 has beaten it by 10%).
 
     ``lengths`` maps ``request_id`` to its true output length (a missing one counts as
     ``max_tokens``). No probes: the lengths are known. The reserve (``growth_reserve``)

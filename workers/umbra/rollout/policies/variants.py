@@ -24,8 +24,8 @@ SEER_VARIANTS = {"seer": {}, "seer-no-spec": {"speculation": None}, "seer-no-con
                  # beyond the paper: seer without speculation, instance loads kept within 4 requests
                  "seer-balanced": {"speculation": None, "balance_spread": 4}}
 BASELINES = ("verl", "static-group", "request-lb", "oracle-lfs")
-# The upper bound on Seer's own machinery (divided rollout, KV ledger, reserve): ranked by true
-# lengths instead of group estimates (``SeerOraclePolicy``).
+# The paper's oracle on Seer's own machinery (divided rollout, KV ledger, reserve): ranked by
+# true lengths instead of group estimates (``SeerOraclePolicy``).
 ORACLE_VARIANTS = {"oracle-divided": {}}
 VARIANT_NAMES = ("verl", "static-group", "request-lb", "seer-divided", "seer-no-spec", "seer", "seer-no-context",
                  "seer-no-divided", "seer-no-history", "spec-ngram", "spec-null", "seer-history", "seer-balanced",
