@@ -60,7 +60,7 @@ def _step(args):
     from umbra.sim.step_model import CPU_SMOLLM2, StepModel
 
     return StepModel.from_json(args.step_model) if args.step_model else (
-        CPU_SMOLLM2 if args.workload.startswith(("trace:", "lognormal:")) else None)
+        CPU_SMOLLM2 if args.workload.startswith(("trace:", lognormal.PREFIX)) else None)
 
 
 def _spread(args) -> int | None:
@@ -128,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
                 raise ValueError(f"--vs-trace: the trace records no policy the simulator runs (recorded: "
                                  f"{', '.join(recorded)[:200] or 'none'})")
         policies = ",".join(DEFAULT_VARIANTS) if args.policies is None else args.policies
-        names = [a for a, _ in ABLATION + (ABLATION_BOUND,)] if args.ablation else policy_names(policies)
+        names = [a for a, _ in ABLATION + (ABLATION_ORACLE,)] if args.ablation else policy_names(policies)
         for n in names:
             variant(n, 1, balance_spread=args.balance_spread)
             if base_name(n) in ENGINE_ONLY:
@@ -168,7 +168,7 @@ def run(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     results = simulate_policies(workload, names, chunk, spec, args.shared_kv, args.kv_reserve, args.balance_spread)
     wall = time.perf_counter() - t0
-    labels = dict(ABLATION + (ABLATION_BOUND,)) if args.ablation else {}
+    labels = dict(ABLATION + (ABLATION_ORACLE,)) if args.ablation else {}
     print_table(results, labels)
     if args.ablation:
         print_paper_ablation(results, args.workload)
@@ -238,7 +238,7 @@ def _versus_trace(args, names: list[str], chunk: int, spec) -> int:
 PAPER_TABLE_4 = {"moonlight": (1.41, 1.47, 1.90), "qwen2-vl-72b": (1.42, 1.56, 2.04), "kimi-k2": (1.16, 1.27, 1.53)}
 # The ablation's last row: Seer's machinery on true lengths (Seer §3.3's oracle; reported for
 # Qwen2-VL-72B only: 1.63x veRL, context-aware at 96% of it).
-ABLATION_BOUND = ("oracle-divided", "oracle: true lengths, longest first")
+ABLATION_ORACLE = ("oracle-divided", "oracle: true lengths, longest first")
 PAPER_ORACLE = {"qwen2-vl-72b": 1.63}
 
 
@@ -252,11 +252,11 @@ def print_paper_ablation(results: dict, workload: str) -> None:
     for (name, label), want in zip(ABLATION[1:], paper):
         got = results[name]["throughput_vs_verl"]
         print(f"  {label:<34} {got:6.2f} | {want:4.2f}  ({got - want:+.2f})")
-    bound = results.get(ABLATION_BOUND[0])
-    if bound:
-        got, want = bound["throughput_vs_verl"], PAPER_ORACLE.get(workload)
-        print(f"  {ABLATION_BOUND[1]:<34} {got:6.2f} | " + (f"{want:4.2f}  ({got - want:+.2f})" if want else "   -"))
-        share = results["seer-no-spec"]["throughput_tok_s"] / bound["throughput_tok_s"]
+    oracle = results.get(ABLATION_ORACLE[0])
+    if oracle:
+        got, want = oracle["throughput_vs_verl"], PAPER_ORACLE.get(workload)
+        print(f"  {ABLATION_ORACLE[1]:<34} {got:6.2f} | " + (f"{want:4.2f}  ({got - want:+.2f})" if want else "   -"))
+        share = results["seer-no-spec"]["throughput_tok_s"] / oracle["throughput_tok_s"]
         print(f"  {'context-aware / oracle':<34} {share:6.2f} | " + (f"{paper[1] / want:4.2f}" if want else "   -"))
 
 

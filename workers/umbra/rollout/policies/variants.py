@@ -36,7 +36,6 @@ ENGINE_ONLY = ("seer-no-history", "spec-ngram", "spec-null")
 # Variants only the simulator can run: real chunks sample afresh, so no earlier pass knows their lengths.
 SIM_ONLY = tuple(ORACLE_VARIANTS)
 SIM_VARIANT_NAMES = tuple(n for n in VARIANT_NAMES if n not in ENGINE_ONLY)
-ENGINE_VARIANT_NAMES = tuple(n for n in VARIANT_NAMES if n not in SIM_ONLY)
 # What bench, sim and the what-if page compare unless told otherwise.
 DEFAULT_VARIANTS = ("verl", "static-group", "request-lb", "seer-no-spec", "seer", "oracle-lfs")
 # Seer Table 4's rows: baseline (veRL), + divided rollout, + context-aware scheduling, + grouped SD.
