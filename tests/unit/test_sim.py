@@ -393,6 +393,45 @@ def test_a_preempted_request_recomputes_only_the_blocks_reused_since():
     assert held > 480 and reused <= resumed.prefill <= reused + 16  # the reused tail, whole blocks
 
 
+def test_a_given_up_request_finds_what_the_free_queue_has_not_handed_out():
+    # Divided rollout on one instance too small for all parked requests: the ledger gives
+    # some up. The ledger scheduler puts their blocks after the never-used and done ones, so
+    # a returning chunk re-prefills only the part handed out since; charged in full, the
+    # re-prefill would be at least the given-up contexts less one token each.
+    rnd = random.Random(0)
+    groups = [[(32, rnd.choice([40, 80, 300, 600])) for _ in range(4)] for _ in range(8)]
+    step = StepModel(c0=0.01, c_seq=0.001, c_ctx=1e-6, c_prefill=1e-4)
+    policy = variant_policy("seer-divided")
+    res = simulate(policy, Workload("g", groups, 600, Cluster(1, 2400, 64, step)))
+    ledger = policy.ledger
+    reprefill = rollout_metrics(res.requests, 0.0, res.end_s, 1)["rollout/reprefill_tokens"]
+    assert ledger.given_up > 0 and 0 < reprefill < ledger.given_up_tokens - ledger.given_up
+    assert all(r.done and sum(c.tokens for c in r.chunks) == r.num_generated for r in res.requests)
+
+
+@pytest.mark.parametrize("name", ["verl", "seer-divided", "seer-no-spec"])
+def test_the_free_queue_never_holds_more_than_the_kv_cache(monkeypatch, name):
+    # Prompts of different lengths within a group (as the presets draw them) and a cache that
+    # makes verl preempt and the ledger give KV up: what the queue holds stays within the cache.
+    from umbra.sim import engine
+    from umbra.sim.free_queue import FreeQueue
+
+    peaks = []
+
+    class Checked(FreeQueue):
+        def free(self, *args, **kwargs):
+            super().free(*args, **kwargs)
+            peaks.append(self.held)
+
+    monkeypatch.setattr(engine, "FreeQueue", Checked)
+    rnd = random.Random(0)
+    groups = [[(32 + 16 * k, rnd.choice([40, 80, 300, 600])) for k in range(4)] for _ in range(8)]
+    step = StepModel(c0=0.01, c_seq=0.001, c_ctx=1e-6, c_prefill=1e-4)
+    res = simulate(variant_policy(name), Workload("g", groups, 600, Cluster(1, 2400, 64, step)))
+    assert peaks and max(peaks) <= 2400
+    assert all(r.done for r in res.requests)
+
+
 def test_ablation_prints_the_true_length_oracle_beside_the_papers(capsys):
     from umbra.sim import cli
 

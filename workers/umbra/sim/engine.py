@@ -7,10 +7,12 @@ per second; a chunk that joins at ``v0`` with ``k`` tokens to go ends at ``v0 + 
 a chunk ends (the policy is told, then asked for new dispatches), ``refresh_tokens`` of
 progress pass (the step time is re-read as contexts grow), or (engine admission) the KV
 cache fills. A joining chunk first stalls its instance for its prefill: one token when its
-KV is resident there (chunk ends are KV-block aligned), its whole context after a move or a
-given-up KV unless ``shared_kv`` (a global KV pool), its prompt on first placement unless a
-request of its group already ran there. With a step model's ``c_host`` the instances share one
-host: a change of any batch re-reads every instance's step time.
+KV is resident there (chunk ends are KV-block aligned), after a move or a given-up KV its
+context less what the instance's prefix cache still holds (its group's prompt, and what of
+its freed blocks the free queue has not handed out since) unless ``shared_kv`` (a global KV
+pool), its prompt on first placement unless a request of its group already ran there. With
+a step model's ``c_host`` the instances share one host: a change of any batch re-reads every
+instance's step time.
 
 KV is held on demand: a running request holds its prompt plus what it generated. How much
 runs at once follows the policy's admission rule (``Policy.admission``): a worst-case cap
@@ -18,15 +20,14 @@ runs at once follows the policy's admission rule (``Policy.admission``): a worst
 the instance admits waiting requests first come while their context fits, and when a step
 needs KV that is not free it preempts the newest running request, whose context is
 recomputed when it resumes (vLLM's preemption by recompute) except what its prefix cache
-still holds: vLLM frees a preempted request's blocks last block first into a free queue that
-hands out the least recently freed block first, so its blocks are reused, from its tail
-back, by the next KV the instance allocates (ours: each instance counts the KV tokens it
-allocated, and a resumed request recomputes only what was allocated since its preemption,
-up to its context; with several preempted requests waiting this overstates the recompute of
-the later ones, whose blocks the queue reaches only after the earlier ones'). The running requests of a
-group on one instance hold their prompt's full KV blocks once, as vLLM's prefix cache
-shares them (a group whose requests have prompts of different lengths, as the presets draw
-them, shares nothing: the ledger's rule).
+still holds. What a returning request finds cached, a request resumed after a preemption or
+the next chunk of one whose KV the ledger gave up, follows each instance's free block queue
+(:mod:`umbra.sim.free_queue`, ours): freed blocks keep their content until the KV the
+instance allocates reaches them, after the blocks that never held any and those freed
+before them (under vLLM's scheduler the queue is every block no running request holds).
+The running requests of a group on one instance hold their prompt's full KV blocks once, as
+vLLM's prefix cache shares them (a group whose requests have prompts of different lengths,
+as the presets draw them, shares nothing: the ledger's rule).
 """
 from __future__ import annotations
 
@@ -35,6 +36,7 @@ from collections import Counter, deque
 from dataclasses import dataclass
 
 from umbra.rollout.policies.kv_ledger import KVBudget, KVLedger
+from umbra.sim.free_queue import DONE, GIVEN_UP, LRU, FreeQueue
 from umbra.sim.request import SimRequest
 from umbra.sim.spec_model import SpecModel
 from umbra.sim.workload import Workload
@@ -59,9 +61,9 @@ class SimResult:
 
 class _Instance:
     __slots__ = ("t", "stall_until", "v", "n", "ctx", "heap", "version", "rate", "prompts", "peak", "waiting",
-                 "admitted", "shared", "groups", "allocated", "preempted")
+                 "admitted", "shared", "groups", "allocated", "preempted", "free", "parked")
 
-    def __init__(self):
+    def __init__(self, kv_tokens: float):
         self.t = self.stall_until = self.v = 0.0
         self.n, self.ctx, self.version, self.rate, self.peak = 0, 0.0, 0, 0.0, 0.0
         self.heap: list = []          # (v_end, serial, request, tokens, start_s, prefill, context at join, v at join)
@@ -71,7 +73,9 @@ class _Instance:
         self.groups: Counter = Counter()  # engine admission: running requests per shared prompt (KVLedger.prompt_key)
         self.shared = 0.0               # engine admission: prompt tokens in ``ctx`` that share blocks
         self.allocated = 0.0            # KV tokens allocated so far (decoded or prefilled here)
-        self.preempted: dict = {}       # engine admission: request_id -> (``allocated`` then, its context)
+        self.preempted: dict = {}       # engine admission: request_id -> prompt tokens its group held then
+        self.free = FreeQueue(kv_tokens)  # what freed blocks still hold (``queue`` keeps its front)
+        self.parked: dict = {}          # KV ledger: request_id -> full-block tokens parked here
 
     def kv(self) -> float:
         """KV tokens the running requests hold (a group's full prompt blocks once)."""
@@ -102,6 +106,11 @@ class _Instance:
         self.t = max(self.t, t)
 
 
+def _blocks(tokens: float) -> int:
+    """Tokens in whole KV blocks (a partial block has no prefix-cache content)."""
+    return int(tokens) // KV_BLOCK_TOKENS * KV_BLOCK_TOKENS
+
+
 def _step_seconds(step, workload: Workload):
     """Seconds of a decode step of ``batch`` sequences, each holding the mean prompt plus half
     of ``max_tokens`` (what a policy could know before the rollout)."""
@@ -123,8 +132,8 @@ def simulate(policy, workload: Workload, spec: SpecModel | None = None, shared_k
     cap = cluster.concurrency_cap(workload.max_len)
     groups = workload.requests()
     refresh = refresh_tokens or max(16, workload.max_tokens // 64)
-    insts = [_Instance() for _ in range(cluster.instances)]
     kv_cap = float(cluster.kv_tokens)
+    insts = [_Instance(kv_cap) for _ in range(cluster.instances)]
     events: list = []
     serial = count = preemptions = 0
 
@@ -160,8 +169,33 @@ def simulate(policy, workload: Workload, spec: SpecModel | None = None, shared_k
         inst.peak = max(inst.peak, inst.kv())
         return entry
 
+    def queue(inst: _Instance) -> FreeQueue:
+        """``inst``'s free queue with its front up to date: under vLLM's scheduler it holds
+        every block no running request holds; under the ledger, what was allocated since
+        was handed out from it."""
+        if admission == "engine":
+            inst.free.fit(kv_cap - inst.kv())
+        else:
+            inst.free.hand_out_since(inst.allocated)
+        return inst.free
+
     def first_prefill(r, inst: _Instance) -> int:
         return 1 if r.group_id in inst.prompts else r.prompt_len
+
+    def private(r, tokens: float) -> int:
+        """Full blocks of a ledger request's KV past its prompt's: a group's prompt counts as
+        cached on an instance once placed there (``first_prefill``), so records hold the rest."""
+        return max(0, _blocks(tokens) - _blocks(r.prompt_len))
+
+    def returned_prefill(inst: _Instance, r) -> int:
+        """Tokens a chunk recomputes on an instance not holding its KV (moved, or given up
+        there): its group's prompt if cached and what of its record the free queue still
+        holds are hits, whole blocks, at most all but its last token (vLLM's bound)."""
+        context = r.prompt_len + r.num_generated
+        cached = queue(inst).take(r.request_id)
+        if r.group_id in inst.prompts:
+            cached += _blocks(r.prompt_len)
+        return context - min(_blocks(cached), _blocks(context - 1))
 
     def join(d, t: float) -> None:
         r, i = d.request, d.instance
@@ -170,12 +204,15 @@ def simulate(policy, workload: Workload, spec: SpecModel | None = None, shared_k
         if admission == "engine":
             inst.waiting.append(r)
             return
+        for rid in d.kv_release:  # given up here: the ledger scheduler evicts them first
+            queue(inst).free(GIVEN_UP, inst.parked.pop(rid, 0), rid)
         if r.last_instance is None:
             prefill = first_prefill(r, inst)
         elif shared_kv or (d.kv_resident if d.kv_resident is not None else r.last_instance == i):
             prefill = 1
         else:
-            prefill = r.prompt_len + r.num_generated
+            prefill = returned_prefill(inst, r)
+        inst.parked.pop(r.request_id, None)  # running again: its blocks are in use
         inst.prompts.add(r.group_id)
         run(inst, r, r.tokens_this_chunk(d.max_tokens), t, t, prefill)
 
@@ -190,17 +227,21 @@ def simulate(policy, workload: Workload, spec: SpecModel | None = None, shared_k
                 break
             inst.waiting.popleft()
             # (before ``hold``: a sibling running here shares the prompt's blocks, not the request itself)
-            prefill = first_prefill(r, inst) if not r.num_generated else resumed_prefill(inst, r, context)
+            resumed = r.request_id in inst.preempted
+            prefill = resumed_prefill(inst, r, context) if resumed else first_prefill(r, inst)
             inst.hold(r, 1)
             inst.prompts.add(r.group_id)
             inst.admitted.append(run(inst, r, r.tokens_this_chunk(r.remaining), t, t, prefill))
 
     def resumed_prefill(inst: _Instance, r, context: int) -> int:
-        """Tokens a preempted request recomputes when it resumes: those whose blocks the
-        instance reused since (tail first), the prompt's shared blocks excepted."""
-        at, held = inst.preempted.pop(r.request_id, (inst.allocated, 0))
-        cached = max(0.0, held - (inst.allocated - at)) // KV_BLOCK_TOKENS * KV_BLOCK_TOKENS
-        return max(1, context - max(int(cached), inst.shareable(r)))
+        """Tokens a preempted request recomputes when it resumes: those of its freed blocks
+        the free queue handed out since (tail first); the prompt's blocks its group held
+        then, or holds now, stay cached."""
+        shared = inst.preempted.pop(r.request_id, 0)
+        taken = queue(inst).take(r.request_id)
+        cached = (shared if taken or inst.shareable(r) else 0) + taken  # the prompt's, if a prefix survives
+        cached = min(_blocks(max(cached, inst.shareable(r))), _blocks(context - 1))
+        return context - cached
 
     def preempt(i: int, t: float) -> None:
         """The KV cache is full: the newest running request goes back to the front of the
@@ -208,6 +249,7 @@ def simulate(policy, workload: Workload, spec: SpecModel | None = None, shared_k
         its KV is freed and recomputed when it resumes."""
         nonlocal preemptions
         inst = insts[i]
+        free = queue(inst)  # before the preempted request's KV returns to it
         entry = inst.admitted.pop()
         inst.heap.remove(entry)
         heapq.heapify(inst.heap)
@@ -218,7 +260,9 @@ def simulate(policy, workload: Workload, spec: SpecModel | None = None, shared_k
         inst.n -= 1
         inst.ctx = max(0.0, inst.ctx - (context + progress))
         inst.hold(r, -1)
-        inst.preempted[r.request_id] = (inst.allocated, context + done)
+        shared = inst.shareable(r)  # held by its group's running requests: not freed
+        free.free(LRU, _blocks(context + done) - shared, r.request_id)
+        inst.preempted[r.request_id] = shared
         inst.waiting.appendleft(r)
         preemptions += 1
 
@@ -254,10 +298,17 @@ def simulate(policy, workload: Workload, spec: SpecModel | None = None, shared_k
             _, _, r, tokens, start, prefill, context, _ = entry
             inst.n -= 1
             if admission == "engine":
+                free = queue(inst)  # before this request's KV returns to it
                 inst.admitted.remove(entry)
                 inst.hold(r, -1)
+                free.free(LRU, _blocks(context + tokens) - inst.shareable(r))
             inst.ctx = max(0.0, inst.ctx - (context + tokens))
             r.add_chunk(i, tokens, start, t, prefill)
+            if admission == "kv":  # parked (the ledger keeps it resident) or done (evicted first)
+                if r.done:
+                    queue(inst).free(DONE, private(r, context + tokens))
+                else:
+                    inst.parked[r.request_id] = private(r, context + tokens)
             end = max(end, t)
             policy.on_chunk_done(r, i)
             for d in policy.next_dispatches():
