@@ -29,6 +29,19 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def free_ports(n: int) -> list[int]:
+    """``n`` distinct free ports: the sockets stay bound until all are chosen (one by one,
+    the OS may hand the same port out twice: Ray then refuses two agents on one port)."""
+    socks = [socket.socket() for _ in range(n)]
+    try:
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
 def wait_http(url: str, timeout_s: float, proc: subprocess.Popen | None = None) -> None:
     """Wait until ``url`` answers any HTTP status; fail if ``proc`` dies first."""
     deadline = time.time() + timeout_s
@@ -98,7 +111,7 @@ def ray_cluster(tmp_path_factory):
 
     Yields ``{"gcs": "127.0.0.1:PORT", "dashboard": "http://127.0.0.1:PORT"}``.
     """
-    gcs, dash = free_port(), free_port()
+    gcs, dash, *agents = free_ports(9)
     log = open(tmp_path_factory.mktemp("ray") / "ray.log", "w")
     # A temp dir of its own (short: Ray's socket paths stay under ~107 characters): job
     # drivers join the cluster named in <temp dir>/ray_current_cluster, which the shared
@@ -109,10 +122,9 @@ def ray_cluster(tmp_path_factory):
          f"--temp-dir={temp}",
          "--dashboard-host=127.0.0.1", "--num-cpus=8", "--disable-usage-stats", "--include-dashboard=true",
          # own ports for every agent so a running demo cluster does not collide
-         f"--ray-client-server-port={free_port()}", f"--dashboard-agent-listen-port={free_port()}",
-         f"--dashboard-agent-grpc-port={free_port()}", f"--metrics-export-port={free_port()}",
-         f"--runtime-env-agent-port={free_port()}", f"--node-manager-port={free_port()}",
-         f"--object-manager-port={free_port()}"],
+         *(f"--{name}-port={port}" for name, port in zip(
+             ("ray-client-server", "dashboard-agent-listen", "dashboard-agent-grpc", "metrics-export",
+              "runtime-env-agent", "node-manager", "object-manager"), agents))],
         env=_env(), stdout=log, stderr=subprocess.STDOUT)
     try:
         wait_http(f"http://127.0.0.1:{dash}/api/version", 120, proc)

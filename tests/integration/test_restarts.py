@@ -17,7 +17,7 @@ import time
 import pytest
 import requests
 
-from tests.conftest import VENV_BIN, _env, _stop, _test_database_url, free_port, wait_http
+from tests.conftest import VENV_BIN, _env, _stop, _test_database_url, free_port, free_ports, wait_http
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -160,7 +160,7 @@ def test_redis_restart(running_run, tmp_path):
     from umbra.telemetry.client import TelemetryClient
 
     run, token = running_run
-    redis_port, port = free_port(), free_port()
+    redis_port, port = free_ports(2)
     url = f"http://127.0.0.1:{port}"
     env = {"REDIS_URL": f"redis://127.0.0.1:{redis_port}/0", "UMBRA_CHANNEL_PREFIX": f"umbra-test-redis-{port}"}
     redis_log, web_log = open(tmp_path / "redis.log", "w"), open(tmp_path / "web.log", "w")

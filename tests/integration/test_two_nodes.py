@@ -22,7 +22,7 @@ from ray.util.state.exception import RayStateApiException
 from runs.models import Run
 from telemetry.models import IterationTrace, MetricBatch, MetricPoint
 
-from ..conftest import GSM8K, VENV_BIN, _env, _stop, free_port
+from ..conftest import GSM8K, VENV_BIN, _env, _stop, free_ports
 from .celery_worker import Worker
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
@@ -36,9 +36,9 @@ HEAD, WORKER_RESOURCE = "head", "umbra_worker_node"
 
 def _node_ports() -> list[str]:
     """Own ports for every per-node agent, so two nodes (and other clusters) share the machine."""
-    return [f"--{name}-port={free_port()}" for name in (
-        "dashboard-agent-listen", "dashboard-agent-grpc", "metrics-export", "runtime-env-agent",
-        "node-manager", "object-manager")]
+    names = ("dashboard-agent-listen", "dashboard-agent-grpc", "metrics-export", "runtime-env-agent",
+             "node-manager", "object-manager")
+    return [f"--{name}-port={port}" for name, port in zip(names, free_ports(len(names)))]
 
 
 def _alive_nodes(dashboard: str) -> dict[str, str]:
