@@ -67,17 +67,20 @@ def test_history_drafts_stay_lossless_and_are_used_from_the_first_step(ray_drive
     prompts = [[1] + [5 + (t * (3 + g)) % 11 for t in range(24)] for g in range(3)]
     plain, _, _ = run_rollout(SeerPolicy(chunk_tokens=8), instances, make_groups(prompts, 1, 40, 7, 0.0), [8, 8])
     ray_driver.get(server.clear_history.remote())
-    outputs, accepted = [], []
+    outputs, drafted, accepted = [], [], []
     for version in (0, 1):
         before = ray_driver.get([i.engine_counters.remote() for i in spec_instances])
         done, _, _ = run_rollout(SeerPolicy(chunk_tokens=8), spec_instances, make_groups(prompts, 1, 40, 7, 0.0),
                                  [1], server, policy_version=version, use_history=True)
         after = ray_driver.get([i.engine_counters.remote() for i in spec_instances])
         outputs.append([r.output_token_ids for r in done])
-        accepted.append(engine_metrics(before, after)["rollout/spec/accepted_tokens"])
+        m = engine_metrics(before, after)
+        drafted.append(m["rollout/spec/draft_tokens"])
+        accepted.append(m["rollout/spec/accepted_tokens"])
     assert outputs[0] == outputs[1] == [r.output_token_ids for r in plain]
     stats = ray_driver.get(server.stats.remote())
     assert stats["seeded_groups"] == len(prompts) and stats["history_mb"] > 0
+    assert drafted[1] > drafted[0], drafted
     assert accepted[1] > accepted[0], accepted  # drafts from the history, accepted (greedy: the same text)
 
 

@@ -249,7 +249,7 @@ def simulate(policy, workload: Workload, spec: SpecModel | None = None, shared_k
         its KV is freed and recomputed when it resumes."""
         nonlocal preemptions
         inst = insts[i]
-        free = queue(inst)  # before the preempted request's KV returns to it
+        fq = queue(inst)  # before the preempted request's KV returns to it
         entry = inst.admitted.pop()
         inst.heap.remove(entry)
         heapq.heapify(inst.heap)
@@ -261,7 +261,7 @@ def simulate(policy, workload: Workload, spec: SpecModel | None = None, shared_k
         inst.ctx = max(0.0, inst.ctx - (context + progress))
         inst.hold(r, -1)
         shared = inst.shareable(r)  # held by its group's running requests: not freed
-        free.free(LRU, _blocks(context + done) - shared, r.request_id)
+        fq.free(LRU, _blocks(context + done) - shared, r.request_id)
         inst.preempted[r.request_id] = shared
         inst.waiting.appendleft(r)
         preemptions += 1
@@ -298,10 +298,10 @@ def simulate(policy, workload: Workload, spec: SpecModel | None = None, shared_k
             _, _, r, tokens, start, prefill, context, _ = entry
             inst.n -= 1
             if admission == "engine":
-                free = queue(inst)  # before this request's KV returns to it
+                fq = queue(inst)  # before this request's KV returns to it
                 inst.admitted.remove(entry)
                 inst.hold(r, -1)
-                free.free(LRU, _blocks(context + tokens) - inst.shareable(r))
+                fq.free(LRU, _blocks(context + tokens) - inst.shareable(r))
             inst.ctx = max(0.0, inst.ctx - (context + tokens))
             r.add_chunk(i, tokens, start, t, prefill)
             if admission == "kv":  # parked (the ledger keeps it resident) or done (evicted first)
