@@ -59,9 +59,10 @@ def within_capacity_and_fresh_reserve(policy):
 @settings(max_examples=80, deadline=None)
 @given(st.integers(1, 5), st.integers(1, 6), st.integers(1, 3), st.integers(1, 60), st.sampled_from([1, 4, 16]),
        st.booleans(), st.booleans(), st.integers(0, 10_000), st.sampled_from([True, "estimate", "adaptive", "auto", False]),
-       st.sampled_from([None, 1, 2]))
+       st.sampled_from([None, 1, 2]), st.booleans())
 def test_ledger_never_over_capacity_and_every_request_completes_once(n_groups, g_size, n_inst, max_tokens, block,
-                                                                     context_aware, shared_kv, seed, reserve, spread):
+                                                                     context_aware, shared_kv, seed, reserve, spread,
+                                                                     evicts):
     rng = random.Random(seed)
     prompts = [[1] * rng.randint(1, 40) for _ in range(n_groups)]
     groups = make_groups(prompts, g_size, max_tokens, seed)
@@ -71,7 +72,7 @@ def test_ledger_never_over_capacity_and_every_request_completes_once(n_groups, g
     kv = KVBudget([-(-longest // block) * block * rng.randint(1, 4) for _ in range(n_inst)], block,
                   shared_kv=shared_kv)
     policy = SeerPolicy(chunk_tokens=rng.randint(1, 24), kv_block_tokens=block, context_aware=context_aware,
-                        growth_reserve=reserve, balance_spread=spread)
+                        growth_reserve=reserve, balance_spread=spread, fresh_evicts=evicts)
     log = kv_rollout(policy, groups, [rng.randint(1, 6)] * n_inst, kv, true_len, within_capacity_and_fresh_reserve)
     for g in groups:
         for r in g:

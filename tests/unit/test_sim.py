@@ -335,6 +335,28 @@ def test_chunked_oracle_starts_a_short_groups_outlier_first_where_alg2_cannot():
     assert oracle.end_s < seer.end_s
 
 
+def test_the_oracle_gives_up_lower_ranked_parked_kv_for_a_longer_new_request():
+    # Two instances whose KV holds a few contexts: a request given up earlier comes back as a
+    # new one and, with true lengths, outranks parked requests; fresh_evicts
+    # (oracle-divided-evict) gives up their KV for it instead of letting it wait for them to end.
+    from umbra.sim import lognormal
+    from umbra.sim.workload import with_cluster
+
+    step = StepModel(c0=0.05, c_seq=0.001, c_ctx=0.0, c_prefill=0.0001)
+    spec = "lognormal:requests=64,max_tokens=256,mean_tokens=80,sigma=1.0,group_share=0.6,prompt_tokens=16"
+    w = with_cluster(lognormal.workload(spec, 8, 0, step), 2, 1024, 64)
+    lengths = {f"g{g}-r{i}": o for g, grp in enumerate(w.groups) for i, (_, o) in enumerate(grp)}
+    runs = {}
+    for evicts in (False, True):
+        policy = build(variant("oracle-divided-evict" if evicts else "oracle-divided", 16, 16), lengths)
+        res = simulate(policy, w)
+        assert sorted(r.num_generated for r in res.requests) == sorted(lengths.values())
+        runs[evicts] = (res.end_s, policy.ledger.given_up)
+    assert policy.fresh_evicts and not build(variant("seer-no-spec", 16, 16), lengths).fresh_evicts
+    assert runs[True][1] > runs[False][1]
+    assert runs[True][0] < runs[False][0]
+
+
 def test_lognormal_workload_has_its_shape_and_refuses_bad_specs(capsys):
     import argparse
 

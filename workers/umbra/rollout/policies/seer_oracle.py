@@ -16,8 +16,13 @@ class SeerOraclePolicy(SeerPolicy):
 
     ``lengths`` maps ``request_id`` to its true output length (a missing one counts as
     ``max_tokens``). No probes: the lengths are known. The reserve (``growth_reserve``)
-    counts each resident's growth to its true length. Simulator only: a chunked rollout on
-    real engines samples each chunk afresh, so no earlier pass knows its lengths.
+    counts each resident's growth to its true length. ``oracle-divided-evict`` also lets a
+    new request give up the KV of parked ones ranked below it (``fresh_evicts``; the paper's
+    oracle, on a global KV pool, is never held out by parked KV): it pays where re-prefill is
+    cheap (qwen2-vl-72b, 1.168x -> 1.197x ``verl``, tail 0.51x -> 0.33x) and not on this CPU's
+    step model (lognormal, step-w2c: 1.030-1.039x -> 1.020-1.031x divided rollout).
+    Simulator only: a chunked rollout on real engines samples each chunk afresh, so no
+    earlier pass knows its lengths.
     """
 
     name = "seer-oracle"

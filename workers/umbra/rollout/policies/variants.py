@@ -26,10 +26,11 @@ SEER_VARIANTS = {"seer": {}, "seer-no-spec": {"speculation": None}, "seer-no-con
 BASELINES = ("verl", "static-group", "request-lb", "oracle-lfs")
 # The paper's oracle on Seer's own machinery (divided rollout, KV ledger, reserve): ranked by
 # true lengths instead of group estimates (``SeerOraclePolicy``).
-ORACLE_VARIANTS = {"oracle-divided": {}}
+# oracle-divided-evict: a new request may give up lower-ranked parked KV (SeerPolicy.fresh_evicts)
+ORACLE_VARIANTS = {"oracle-divided": {}, "oracle-divided-evict": {"fresh_evicts": True}}
 VARIANT_NAMES = ("verl", "static-group", "request-lb", "seer-divided", "seer-no-spec", "seer", "seer-no-context",
                  "seer-no-divided", "seer-no-history", "spec-ngram", "spec-null", "seer-history", "seer-balanced",
-                 "oracle-lfs", "oracle-divided")
+                 "oracle-lfs", "oracle-divided", "oracle-divided-evict")
 # Variants only real engines can run: the simulator models grouped speculation by an acceptance
 # length, with no notion of where drafts come from.
 ENGINE_ONLY = ("seer-no-history", "spec-ngram", "spec-null")
