@@ -312,3 +312,41 @@ def test_a_move_to_another_instance_releases_the_kv_left_behind():
     assert led.start(a, 1, 4)  # moved
     assert led.take_dropped(0) == (a.request_id,) and led.take_dropped(0) == ()
     assert led.take_dropped(1) == ()
+
+
+def _evicting_oracle(lengths_by_group, cap_blocks, reserve, max_tokens):
+    """One instance of ``cap_blocks`` 16-token blocks; one request per group, 32-token prompts."""
+    groups = make_groups([[1] * 32 for _ in lengths_by_group], 1, max_tokens, 0)
+    lengths = {g[0].request_id: n for g, n in zip(groups, lengths_by_group)}
+    p = make_policy("seer-oracle", lengths=lengths, chunk_tokens=16, kv_block_tokens=16, growth_reserve=reserve,
+                    fresh_evicts=True)
+    p.reset(groups, [8], KVBudget([cap_blocks * 16], 16))
+    return p, [g[0] for g in groups]
+
+
+def _run_one_chunk_and_park(p, r):
+    d = p._dispatch(p._pop((p._key(r), p.entry[r.request_id], r)), 0)
+    r.add_chunk(0, [7] * d.max_tokens, "length", 0.0, 1.0)
+    p.on_chunk_done(r, 0)
+
+
+def test_a_new_request_gives_up_only_the_parked_kv_it_needs_counting_freed_prompts():
+    # three short requests parked, each the last of its group there (2 prompt blocks + 1 of
+    # its own): giving up the lowest frees 3 blocks, all the longer new request needs
+    p, (b, c, d, new) = _evicting_oracle([3, 3, 3, 50], 9, False, 60)
+    for r in (b, c, d):
+        _run_one_chunk_and_park(p, r)
+    assert p.ledger.free(0) == 0 and p._place_fresh(new) is None
+    assert p._evict_for_fresh((p._key(new), p.entry[new.request_id], new)) == 0
+    assert p.ledger.given_up == 1 and p.ledger.fits(new, 0, p.chunk_budget(new), p._reserve(0))
+
+
+def test_an_adaptive_instance_gives_up_nothing_where_the_reserve_it_turns_to_leaves_no_room():
+    # giving up the short parked request would make the instance tight: its reserve becomes the
+    # long resident's expected growth, which leaves no room for the new request's chunk
+    p, (long_, short, new) = _evicting_oracle([100, 3, 50], 9, "adaptive", 100)
+    for r in (long_, short):
+        _run_one_chunk_and_park(p, r)
+    assert p._place_fresh(new) is None
+    assert p._evict_for_fresh((p._key(new), p.entry[new.request_id], new)) is None
+    assert p.ledger.given_up == 0 and not p.tight

@@ -64,9 +64,10 @@ class SeerPolicy(Policy):
       requests ranked strictly below it on the instance where the fewest must go, when that
       makes room for its chunk above the growth reserve. It pays only where the ranking is
       right: on qwen2-vl-72b (the one preset whose KV runs short) the true-length oracle
-      gains 1.168x -> 1.197x ``verl`` and its tail 0.51x -> 0.33x, while Alg. 2's group
-      estimates lose (1.130x -> 1.096x, tail 0.66x -> 0.72x, 564 -> 1,140 requests' KV
-      given up): they rest on the few responses finished so far. Where re-prefill costs
+      gains 1.168x -> 1.206x ``verl`` and its tail 0.51x -> 0.29x, while Alg. 2's group
+      estimates lose (1.130x -> 1.111x, tail 0.66x -> 0.68x, 564 -> 1,298 requests' KV
+      given up): they rest on the few responses finished so far. Probes are never given up
+      this way. Where re-prefill costs
       as much as on this CPU it loses even with true lengths (below); ``oracle-divided-evict``
       (:class:`~umbra.rollout.policies.seer_oracle.SeerOraclePolicy`) turns it on.
     - When the best new request fits nowhere, no later new request overtakes it (longest
@@ -266,14 +267,15 @@ class SeerPolicy(Policy):
     def _slot(self, i: int) -> bool:
         return self.running[i] < self.capacities[i]
 
-    def _reserve(self, i: int, gone: tuple[str, ...] | list[str] = ()) -> int:
-        """Blocks kept free on ``i`` for its parked requests' next chunks (ours); ``gone``: as it
-        would be once those parked requests gave up their KV."""
+    def _reserve(self, i: int, n_gone: int = 0, growth_gone: int = 0) -> int:
+        """Blocks kept free on ``i`` for its parked requests' next chunks (ours); as it would be
+        once ``n_gone`` parked requests whose :meth:`_growth` sums to ``growth_gone`` gave up
+        their KV (which makes an adaptive instance tight)."""
         led = self.ledger
         mode = self.reserve_mode
-        if mode == "estimate" or (mode == "adaptive" and i in self.tight):
-            return self._expected_growth(i) - sum(self._growth(rid, i) for rid in gone)
-        return (led.n_parked[i] - len(gone)) * -(-self.chunk_tokens // led.block) if mode else 0
+        if mode == "estimate" or (mode == "adaptive" and (i in self.tight or n_gone)):
+            return self._expected_growth(i) - growth_gone
+        return (led.n_parked[i] - n_gone) * -(-self.chunk_tokens // led.block) if mode else 0
 
     def _expected_growth(self, i: int) -> int:
         """Blocks the residents of ``i`` will still add if each ends at its group's estimate
@@ -364,6 +366,8 @@ class SeerPolicy(Policy):
             if e is not None:
                 tops.append((e[0], e[1], h, e))
         for key, serial, h, e in sorted(tops, key=lambda t: (t[0], t[1])):
+            if not self._live(e):
+                continue  # given up by an earlier candidate's make-room in this decision
             r = e[2]
             if h is None:
                 if fresh_blocked:
@@ -436,31 +440,45 @@ class SeerPolicy(Policy):
 
     def _evict_for_fresh(self, e: tuple) -> int | None:
         """``fresh_evicts`` (ours): the instance where giving up the fewest parked requests
-        ranked below the new request ``e`` makes room for its chunk above the growth reserve;
-        their KV is given up and the instance returned. None where no instance with a free
-        slot gets room that way (nothing given up), or where the room fell short after all
-        (a request given up held its group's prompt there)."""
-        led, r = self.ledger, e[2]
-        budget = self.chunk_budget(r)
+        ranked below the new request ``e`` (lowest first) makes room for its chunk above the
+        growth reserve; their KV is given up and the instance returned. None, with nothing
+        given up, where no instance with a free slot gets room that way."""
         best = None
         for i in range(len(self.capacities)):
-            if not self._slot(i) or not led.n_parked[i]:
-                continue
-            need, free, gone = led.need(r, i, budget), led.free(i), []
-            for x in self._ranked_below(i, e):
-                if need + self._reserve(i, gone) <= free:
-                    break
-                gone.append(x[2].request_id)
-                free += led.residents[x[2].request_id].private
-            if need + self._reserve(i, gone) <= free and (best is None or len(gone) < len(best[1])):
-                best = (i, gone)
+            if self._slot(i) and self.ledger.n_parked[i]:
+                gone = self._fewest_to_give_up(e, i)
+                if gone is not None and (best is None or len(gone) < len(best[1])):
+                    best = (i, gone)
         if best is None:
             return None
         i, gone = best
-        for x in self._ranked_below(i, e)[:len(gone)]:
+        for x in gone:
             self._give_up(i, x)
-        # (a given-up request may have been the last to hold the group's prompt there)
-        return i if led.fits(r, i, budget, self._reserve(i)) else None
+        return i
+
+    def _fewest_to_give_up(self, e: tuple, i: int) -> list[tuple] | None:
+        """The shortest lowest-first run of parked entries on ``i`` ranked below ``e`` whose
+        give-up lets ``e``'s chunk fit above the reserve that remains, or None. Counts a
+        group's prompt blocks as freed once its last resident there goes. Probes keep their KV
+        (they would otherwise give each other up in turn, fewest generated first)."""
+        led, r = self.ledger, e[2]
+        need, free, growth = led.need(r, i, self.chunk_budget(r)), led.free(i), 0
+        refs, left, gone = led.group_refs[i], {}, []
+        lower = [x for x in self._ranked_below(i, e) if x[2].request_id not in self.speculative]
+        for x in [None] + lower:
+            if x is not None:
+                rid = x[2].request_id
+                res = led.residents[rid]
+                gone.append(x)
+                free += res.private
+                growth += self._growth(rid, i)
+                left[res.group] = left.get(res.group, refs[res.group][0]) - 1
+                if not left[res.group]:  # its prompt blocks come free, and ``r`` would hold them anew
+                    free += refs[res.group][1]
+                    need += refs[res.group][1] if res.group == led.prompt_key(r) else 0
+            if need + self._reserve(i, len(gone), growth) <= free:
+                return gone
+        return None
 
     def _migrate(self) -> Dispatch | None:
         """Move the best parked request of a busier instance to one that has free slots and

@@ -19,8 +19,8 @@ class SeerOraclePolicy(SeerPolicy):
     counts each resident's growth to its true length. ``oracle-divided-evict`` also lets a
     new request give up the KV of parked ones ranked below it (``fresh_evicts``; the paper's
     oracle, on a global KV pool, is never held out by parked KV): it pays where re-prefill is
-    cheap (qwen2-vl-72b, 1.168x -> 1.197x ``verl``, tail 0.51x -> 0.33x) and not on this CPU's
-    step model (lognormal, step-w2c: 1.030-1.039x -> 1.020-1.031x divided rollout).
+    cheap (qwen2-vl-72b, 1.168x -> 1.206x ``verl``, tail 0.51x -> 0.29x) and not on this CPU's
+    step model (lognormal, step-w2c: 1.030-1.039x -> 1.020-1.030x divided rollout).
     Simulator only: a chunked rollout on real engines samples each chunk afresh, so no
     earlier pass knows its lengths.
     """
@@ -30,6 +30,10 @@ class SeerOraclePolicy(SeerPolicy):
     def __init__(self, lengths: dict[str, int] | None = None, **options):
         self.lengths = dict(lengths or {})
         super().__init__(**options)
+
+    def reset(self, groups, capacities, kv=None) -> None:
+        super().reset(groups, capacities, kv)
+        self.speculative = set()  # no probes: the lengths are known
 
     def _length(self, r: Request) -> int:
         return min(r.max_tokens, self.lengths.get(r.request_id, r.max_tokens))
