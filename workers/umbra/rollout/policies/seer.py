@@ -464,18 +464,17 @@ class SeerPolicy(Policy):
         led, r = self.ledger, e[2]
         need, free, growth = led.need(r, i, self.chunk_budget(r)), led.free(i), 0
         refs, left, gone = led.group_refs[i], {}, []
-        lower = [x for x in self._ranked_below(i, e) if x[2].request_id not in self.speculative]
-        for x in [None] + lower:
-            if x is not None:
-                rid = x[2].request_id
-                res = led.residents[rid]
-                gone.append(x)
-                free += res.private
-                growth += self._growth(rid, i)
-                left[res.group] = left.get(res.group, refs[res.group][0]) - 1
-                if not left[res.group]:  # its prompt blocks come free, and ``r`` would hold them anew
-                    free += refs[res.group][1]
-                    need += refs[res.group][1] if res.group == led.prompt_key(r) else 0
+        # (with none given up it does not fit: _place_fresh has just found so)
+        for x in (x for x in self._ranked_below(i, e) if x[2].request_id not in self.speculative):
+            rid = x[2].request_id
+            res = led.residents[rid]
+            gone.append(x)
+            free += res.private
+            growth += self._growth(rid, i)
+            left[res.group] = left.get(res.group, refs[res.group][0]) - 1
+            if not left[res.group]:  # its prompt blocks come free, and ``r`` would hold them anew
+                free += refs[res.group][1]
+                need += refs[res.group][1] if res.group == led.prompt_key(r) else 0
             if need + self._reserve(i, len(gone), growth) <= free:
                 return gone
         return None
