@@ -35,3 +35,19 @@ def test_spec_bound_takes_a_profile_in_place_of_a_rate():
     assert shrink(1, COST, 8, profile) == pytest.approx(shrink(1, COST, 8, rate))
     assert shrink(1, COST, 8, [1.0] * 9) == (1.0, 0)  # nothing accepted: never draft
     assert shrink(1, COST, 8, profile[:3])[1] <= 2  # no longer drafts than the profile covers
+
+
+def test_a_selective_drafter_beats_one_draft_length_where_certainty_clusters():
+    """Half the positions certain, half doubtful: drafting only the certain ones shrinks a step
+    more than the best single draft length, which averages both."""
+    from umbra.bench.spec_bound import shrink_selective
+
+    clustered = [[1.0] * 40 + [0.1] * 40 for _ in range(4)]
+    for rows in (1, 4, 16):
+        uniform = shrink(rows, COST, 8, expected_tokens(clustered))[0]
+        selective, drafted = shrink_selective(rows, COST, 8, clustered)
+        assert selective < uniform and drafted > 0
+    # at 64 rows a step moves a token every 5.6 ms and a sure draft token costs 7: nothing pays
+    assert shrink_selective(64, COST, 8, clustered) == (pytest.approx(1.0), 0.0)
+    assert shrink_selective(8, COST, 8, [[0.0] * 50]) == (pytest.approx(1.0), 0.0)  # nothing certain
+

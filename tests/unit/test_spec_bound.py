@@ -139,3 +139,21 @@ def test_bad_traces_flags_and_outputs_are_refused_up_front(tmp_path, capsys):
 def test_beyond_the_largest_batch_the_step_never_gets_cheaper():
     noisy = dict(COST, table={"64": {"0": 0.0060}, "128": {"0": 0.0055}})  # B = 128 measured below B = 64
     assert step_time(noisy, 1200, 0) == pytest.approx(0.0055)
+
+
+def test_spec_bound_selective_reads_the_profile_positions_and_refuses_without_them(tmp_path, capsys):
+    from umbra.bench.accept_ceiling import expected_tokens
+
+    cheap = dict(COST, draft_s=0.001)  # a draft token pays at the trace's 64 rows
+    profile = tmp_path / "p.json"
+    profile.write_text(json.dumps({"expected_tokens": expected_tokens([[0.9] * 30]), "pmax": [[0.9] * 30]}))
+    out = tmp_path / "o.json"
+    assert run(_args(tmp_path, {"fit": cheap}, cost_shape=None, accept_profile=str(profile), selective=True,
+                     json_path=str(out))) == 0
+    got = json.loads(out.read_text())
+    assert got["selective"] and got["speedup"] > 1.0
+    assert run(_args(tmp_path, {"fit": cheap}, cost_shape=None, selective=True)) == 2
+    assert "--selective needs --accept-profile" in capsys.readouterr().err
+    profile.write_text(json.dumps({"expected_tokens": [1.0, 1.5]}))  # an older file: no positions
+    assert run(_args(tmp_path, {"fit": cheap}, cost_shape=None, accept_profile=str(profile), selective=True)) == 2
+    assert "holds no pmax" in capsys.readouterr().err

@@ -13,7 +13,8 @@ temperature, no top-k/top-p), records ``p_max`` at every generated position, and
   the response's end is rejected). It keeps how the positions' ``p_max`` cluster (boilerplate
   runs), which a single per-position rate would average away.
 - ``umbra bench spec-bound --accept-profile`` turns it into a rollout speed-up with the
-  machine's step cost.
+  machine's step cost; ``--selective`` uses the ``p_max`` kept per position instead (a
+  drafter that drafts only where a token pays).
 
 An estimate, not a proof: ``p_max`` is read along the sampled path, where a drafter's
 accepted tokens would have led along its own.
@@ -145,7 +146,9 @@ def run(args: argparse.Namespace) -> int:
            "clipped": sum(n >= args.max_tokens for n in lengths) / len(lengths),
            "pmax_mean": statistics.fmean(flat), "pmax_p50": flat[len(flat) // 2],
            "pmax_ge_0_9": sum(p >= 0.9 for p in flat) / len(flat),
-           "expected_tokens": e, "equivalent_rate": {g: equivalent_rate(e[g], g) for g in range(1, len(e))}}
+           "expected_tokens": e, "equivalent_rate": {g: equivalent_rate(e[g], g) for g in range(1, len(e))},
+           # every response's p_max by position: spec-bound --selective drafts only where it pays
+           "pmax": [[round(p, 4) for p in row] for row in pmax]}
     print(f"{out['tokens']} tokens, mean response {out['mean_length']:.0f}, {100 * out['clipped']:.0f}% clipped")
     print(f"p_max: mean {out['pmax_mean']:.3f}, median {out['pmax_p50']:.3f}, "
           f"{100 * out['pmax_ge_0_9']:.0f}% of positions >= 0.9")
@@ -153,6 +156,7 @@ def run(args: argparse.Namespace) -> int:
     for g in range(1, len(e)):
         print(f"{g:>14} | {e[g]:>36.2f} | {out['equivalent_rate'][g]:.3f}")
     if args.json_path:
-        with open(args.json_path, "w") as fh:
-            json.dump(out, fh, indent=2)
+        summary = json.dumps({k: v for k, v in out.items() if k != "pmax"}, indent=2)
+        with open(args.json_path, "w") as fh:  # pmax on one compact line: ~7 bytes a position
+            fh.write(summary[:-2] + ',\n  "pmax": ' + json.dumps(out["pmax"], separators=(",", ":")) + "\n}\n")
     return 0

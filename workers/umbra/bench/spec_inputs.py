@@ -105,6 +105,21 @@ def load_profile(path: str) -> list[float]:
     return out
 
 
+def load_pmax(path: str) -> list[list[float]]:
+    """Every response's ``p_max`` by position (``umbra bench accept-ceiling --json``'s ``pmax``)."""
+    raw = _read_json(path, "profile")
+    rows = raw.get("pmax") if isinstance(raw, dict) else None
+    if not isinstance(rows, list) or not rows or not all(isinstance(r, list) for r in rows):
+        raise ValueError(f"{path} holds no pmax rows (umbra bench accept-ceiling --json, from this version on)")
+    for r in rows:
+        for p in r:
+            if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 <= p <= 1.0:
+                raise ValueError(f"{path}: pmax holds {p!r}, not a probability")
+    if not any(rows):
+        raise ValueError(f"{path}: pmax holds no position")
+    return [[float(p) for p in r] for r in rows]
+
+
 class Record(BaseModel):
     """One request of a ``umbra bench rollout --trace`` file: its chunks (instance, start,
     finish, tokens) and when it finished."""

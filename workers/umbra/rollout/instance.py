@@ -32,7 +32,10 @@ def kv_block_tokens() -> int:
 # proposes nothing (``umbra bench spec-cost``: what the speculative path costs by itself);
 # "draft<g>" always drafts g tokens that get rejected (what a verified draft token costs).
 SPECULATION = {
+    # one draft length per batch (Seer Alg. 1); "grouped-budget": the per-token budget (ours,
+    # measured beside it, not the default: README, "Grouped speculative decoding")
     "grouped": {"method": "custom_class", "model": "umbra.speculative.proposer.GroupedSuffixProposer"},
+    "grouped-budget": {"method": "custom_class", "model": "umbra.speculative.proposer.TokenBudgetProposer"},
     # as vLLM's documentation sets it up (5 draft tokens from a 4-gram match)
     "ngram": {"method": "ngram", "prompt_lookup_max": 4, "num_speculative_tokens": 5},
     "null": {"method": "custom_class", "model": "umbra.speculative.proposer.NullProposer"},
@@ -40,6 +43,7 @@ SPECULATION = {
     **{f"draft{g}": {"method": "custom_class", "model": "umbra.speculative.proposer.FixedDraftProposer",
                      "num_speculative_tokens": g} for g in (1, 2, 4, 8)},
 }
+GROUPED = ("grouped", "grouped-budget")  # the methods that draft from the draft server
 
 
 class RolloutInstance:
@@ -66,7 +70,8 @@ class RolloutInstance:
         self._refreshing: set[int] = set()  # groups whose draft refresh is under way
         self._refresh_tasks: set = set()  # held: the event loop keeps only weak references to tasks
         self._draft_epoch = 0  # bumped by reset_drafts: a refresh begun before it is dropped
-        speculation = "grouped" if draft_server is not None else speculation
+        if draft_server is not None and speculation not in GROUPED:
+            speculation = "grouped"
         spec = None if speculation is None else {"num_speculative_tokens": gamma_max, **SPECULATION[speculation]}
         args = AsyncEngineArgs(
             speculative_config=spec,

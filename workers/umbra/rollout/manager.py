@@ -76,7 +76,7 @@ class RolloutManager:
         self.pool = pool
         self.shape = shape
         self.draft_server = draft_server
-        self.speculation = "grouped" if draft_server is not None else speculation
+        self.speculation = "grouped" if draft_server is not None and speculation is None else speculation
         self.spec_history = True  # grouped drafts also from earlier rollouts' responses to the same prompt
         self.history_key = ""  # which of the draft server's histories (the benchmark keeps one per policy)
         self.policy = None
@@ -93,10 +93,10 @@ class RolloutManager:
 
         Raises ``ray.exceptions.RayActorError`` when an engine cannot start.
         """
-        from umbra.rollout.instance import start_instances
+        from umbra.rollout.instance import GROUPED, start_instances
         from umbra.speculative.server import start_draft_server
 
-        server = start_draft_server() if speculation == "grouped" else None
+        server = start_draft_server() if speculation in GROUPED else None
         pool = InstancePool.started(instances, lambda n, first_id: start_instances(
             n, model_path, shape.max_model_len, shape.max_num_seqs, seed, shape.kv_cache_gib, server,
             first_id=first_id, speculation=speculation))

@@ -18,6 +18,7 @@ import os
 import re
 import time
 
+from umbra.speculative.draft_budget import DraftConfidence, allocate, chain
 from umbra.speculative.draft_length import AcceptanceStats, StepCost, choose_draft_length
 from umbra.speculative.replica import GroupReplica
 
@@ -29,7 +30,8 @@ _GROUP = re.compile(r"g(\d+)-r\d+-")  # umbra.rollout.request.Request.request_id
 
 
 class GroupedSuffixProposer:
-    """Proposes per-row drafts from the group replica; adapts the draft length per batch."""
+    """Proposes per-row drafts from the group replica; adapts the draft length per batch
+    (Seer Alg. 1, ``_draft``; :class:`TokenBudgetProposer` overrides it)."""
 
     def __init__(self, vllm_config=None, gamma_max: int | None = None):
         if vllm_config is not None:  # inside an engine's worker process
@@ -116,23 +118,10 @@ class GroupedSuffixProposer:
                     key = (groups[i], n, int(token_ids_cpu[i, n - 1])) if n > 0 else None
                 prev = self.last.get(key) if key is not None else None
                 if prev:
-                    self.stats.update(prev, sampled - 1)
+                    self._verdict(prev, sampled - 1)
             self.last.clear()  # rows that ended mid-draft leave stale entries
-        gamma = choose_draft_length(rows, self.stats, self.cost, self.gamma_max)
+        drafts, gamma = self._draft(rows, req_ids, groups, sampled_token_ids, num_tokens_no_spec, token_ids_cpu)
         self.steps += 1
-        if gamma:  # speculation off costs one cost-model update per step, nothing per row
-            if groups is None:
-                groups = self._groups(rows, req_ids, num_tokens_no_spec, token_ids_cpu)
-            for i in range(rows):
-                g = groups[i]
-                if not len(sampled_token_ids[i]) or g is None or g not in self.replica:
-                    continue  # no sampled token (e.g. mid-prefill): vLLM expects no draft
-                n = int(num_tokens_no_spec[i])
-                ctx = token_ids_cpu[i, max(0, n - self.replica.max_match):n].tolist()
-                draft = self.replica.suffix_index(g).propose(ctx, gamma, MIN_MATCH)
-                if draft:
-                    self.last[req_ids[i] if req_ids is not None else (g, n, ctx[-1])] = len(draft)
-                    drafts[i] = draft
         self.last_drafts = sum(len(d) for d in drafts)
         if _TRACE:
             with open(f"{_TRACE}.{os.getpid()}", "a") as fh:
@@ -143,6 +132,91 @@ class GroupedSuffixProposer:
         self.last_time, self.rows_before = now, set(req_ids or ())
         self.drafting_steps += self.last_drafts > 0
         return drafts
+
+    def _verdict(self, drafted, accepted: int) -> None:
+        """The engine accepted the first ``accepted`` of a row's last draft (``self.last``'s value)."""
+        self.stats.update(drafted, accepted)
+
+    def _rows_to_draft(self, rows, req_ids, groups, sampled_token_ids, num_tokens, token_ids_cpu):
+        """``(groups, rows)``: the rows' groups and the rows that may draft (sampled a token,
+        group registered)."""
+        if groups is None:
+            groups = self._groups(rows, req_ids, num_tokens, token_ids_cpu)
+        return groups, [i for i in range(rows) if len(sampled_token_ids[i]) and groups[i] is not None
+                        and groups[i] in self.replica]
+
+    def _context(self, i: int, num_tokens, token_ids_cpu) -> list[int]:
+        """Row ``i``'s last ``max_match`` context tokens."""
+        n = int(num_tokens[i])
+        return token_ids_cpu[i, max(0, n - self.replica.max_match):n].tolist()
+
+    @staticmethod
+    def _key(i: int, req_ids, groups, num_tokens, ctx):
+        """Row ``i``'s key in ``self.last``: its request id, else (group, context length, last token)."""
+        return req_ids[i] if req_ids is not None else (groups[i], int(num_tokens[i]), ctx[-1])
+
+    def _draft(self, rows, req_ids, groups, sampled_token_ids, num_tokens, token_ids_cpu):
+        """Seer Alg. 1: one draft length for the batch (``choose_draft_length``), each row's
+        draft from its group's suffix index up to it; records ``self.last``. Returns
+        ``(drafts, gamma)``."""
+        drafts: list[list[int]] = [[] for _ in range(rows)]
+        gamma = choose_draft_length(rows, self.stats, self.cost, self.gamma_max)
+        if gamma:  # speculation off costs one cost-model update per step, nothing per row
+            groups, ok = self._rows_to_draft(rows, req_ids, groups, sampled_token_ids, num_tokens, token_ids_cpu)
+            for i in ok:
+                ctx = self._context(i, num_tokens, token_ids_cpu)
+                draft = self.replica.suffix_index(groups[i]).propose(ctx, gamma, MIN_MATCH)
+                if draft:
+                    self.last[self._key(i, req_ids, groups, num_tokens, ctx)] = len(draft)
+                    drafts[i] = draft
+        return drafts, gamma
+
+
+class TokenBudgetProposer(GroupedSuffixProposer):
+    """Grouped drafts under the per-token budget (ours, ``umbra.speculative.draft_budget``):
+    each row drafts as far as its group's suffix-count support says a token pays, judged
+    against the step cost measured on this engine; the confidence is calibrated on the
+    engine's verdicts.
+
+    The step-cost fit takes ``c0`` and ``c_row`` from steps without drafts only, and this
+    proposer would draft on nearly every step: so it drafts nothing until 8 such steps were
+    seen, and then nothing on every ``PLAIN_EVERY``-th step (ours; without them the fit froze
+    at its first values and ``c_draft`` took up the error)."""
+
+    PLAIN_EVERY = 8
+
+    def __init__(self, vllm_config=None, gamma_max: int | None = None):
+        super().__init__(vllm_config, gamma_max)
+        self.confidence = DraftConfidence()
+        self.since_plain = 0  # steps since the last one without drafts
+
+    def _verdict(self, bins, accepted: int) -> None:
+        self.stats.update(len(bins), accepted)
+        self.confidence.update(bins, accepted)
+
+    def _draft(self, rows, req_ids, groups, sampled_token_ids, num_tokens, token_ids_cpu):
+        drafts: list[list[int]] = [[] for _ in range(rows)]
+        self.since_plain += 1
+        if self.cost.n < 8 or self.since_plain >= self.PLAIN_EVERY:
+            self.since_plain = 0
+            return drafts, 0
+        c_step = self.cost.seconds(rows, 0)
+        if c_step <= rows * self.cost.c_draft:  # even a sure draft token cannot pay: no per-row work
+            return drafts, 0
+        groups, ok = self._rows_to_draft(rows, req_ids, groups, sampled_token_ids, num_tokens, token_ids_cpu)
+        scored, chains = [], []
+        for i in ok:
+            ctx = self._context(i, num_tokens, token_ids_cpu)
+            cand = self.replica.suffix_index(groups[i]).propose_scored(ctx, self.gamma_max, MIN_MATCH)
+            bins = [self.confidence.bin(agree, total) for _, agree, total in cand]
+            scored.append((i, ctx, cand, bins))
+            chains.append(chain([self.confidence.rate(b) for b in bins]))
+        lengths = allocate(chains, rows, c_step, self.cost.c_draft, self.gamma_max)
+        for (i, ctx, cand, bins), g in zip(scored, lengths):
+            if g:
+                self.last[self._key(i, req_ids, groups, num_tokens, ctx)] = bins[:g]
+                drafts[i] = [tok for tok, _, _ in cand[:g]]
+        return drafts, max(lengths, default=0)
 
 
 class NullProposer:

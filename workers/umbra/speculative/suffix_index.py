@@ -54,17 +54,24 @@ class SuffixIndex:
         the work per draft (it runs inside the engine's step). Returns ``[]`` when the
         match is shorter than ``min_match``.
         """
+        return [tok for tok, _, _ in self.propose_scored(context, max_tokens, min_match, top_k, max_paths)]
+
+    def propose_scored(self, context: list[int], max_tokens: int, min_match: int = 1, top_k: int = 4,
+                       max_paths: int = 64) -> list[tuple[int, int, int]]:
+        """:meth:`propose`'s draft with each token's support ``(token, agree, total)``: of the
+        ``total`` paths still matching before it, ``agree`` continue with it (SuffixDecoding's
+        suffix-count score, which Seer §3.4 weights candidates by)."""
         n, hits = self.longest_match(context)
         if n < min_match or max_tokens <= 0:
             return []
         paths = [(self.seqs[k], p) for k, p in hits[-max_paths:]]
-        draft: list[int] = []
+        draft: list[tuple[int, int, int]] = []
         while len(draft) < max_tokens:
-            nxt = Counter(seq[p + len(draft)] for seq, p in paths if p + len(draft) < len(seq))
+            d = len(draft)
+            nxt = Counter(seq[p + d] for seq, p in paths if p + d < len(seq))
             if not nxt:
                 break
-            ranked = nxt.most_common(top_k)
-            tok = ranked[0][0]
-            draft.append(tok)
-            paths = [(seq, p) for seq, p in paths if p + len(draft) - 1 < len(seq) and seq[p + len(draft) - 1] == tok]
+            tok, agree = nxt.most_common(top_k)[0]
+            draft.append((tok, agree, sum(nxt.values())))
+            paths = [(seq, p) for seq, p in paths if p + d < len(seq) and seq[p + d] == tok]
         return draft

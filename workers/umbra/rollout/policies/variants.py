@@ -14,6 +14,9 @@ SEER_VARIANTS = {"seer": {}, "seer-no-spec": {"speculation": None}, "seer-no-con
                  "seer-divided": {"context_aware": False, "speculation": None},
                  # grouped speculation from the current rollout's responses only (Seer as published)
                  "seer-no-history": {"history": False},
+                 # grouped speculation under the per-token draft budget (ours) instead of Alg. 1's
+                 # one draft length per batch
+                 "seer-budget": {"speculation": "grouped-budget"},
                  # seer-no-spec's scheduling on engines running vLLM's n-gram prompt lookup (vanilla SD)
                  "spec-ngram": {"speculation": "ngram"},
                  # seer-no-spec's scheduling on engines running vLLM's speculative path with a
@@ -29,11 +32,11 @@ BASELINES = ("verl", "static-group", "request-lb", "oracle-lfs")
 # oracle-divided-evict: a new request may give up lower-ranked parked KV (SeerPolicy.fresh_evicts)
 ORACLE_VARIANTS = {"oracle-divided": {}, "oracle-divided-evict": {"fresh_evicts": True}}
 VARIANT_NAMES = ("verl", "static-group", "request-lb", "seer-divided", "seer-no-spec", "seer", "seer-no-context",
-                 "seer-no-divided", "seer-no-history", "spec-ngram", "spec-null", "seer-history", "seer-balanced",
-                 "oracle-lfs", "oracle-divided", "oracle-divided-evict")
+                 "seer-no-divided", "seer-no-history", "seer-budget", "spec-ngram", "spec-null", "seer-history",
+                 "seer-balanced", "oracle-lfs", "oracle-divided", "oracle-divided-evict")
 # Variants only real engines can run: the simulator models grouped speculation by an acceptance
 # length, with no notion of where drafts come from.
-ENGINE_ONLY = ("seer-no-history", "spec-ngram", "spec-null")
+ENGINE_ONLY = ("seer-no-history", "seer-budget", "spec-ngram", "spec-null")
 # Variants only the simulator can run: real chunks sample afresh, so no earlier pass knows their lengths.
 SIM_ONLY = tuple(ORACLE_VARIANTS)
 SIM_VARIANT_NAMES = tuple(n for n in VARIANT_NAMES if n not in ENGINE_ONLY)
@@ -92,7 +95,7 @@ def variant(name: str, chunk_tokens: int, kv_block_tokens: int = 1, kv_reserve: 
         return Variant(full_name, "seer-oracle", {**opts, **ORACLE_VARIANTS[name]})
     opts.update(SEER_VARIANTS[name])
     speculation, history = opts.pop("speculation", "grouped"), opts.pop("history", True)
-    return Variant(full_name, "seer", opts, speculation, history and speculation == "grouped")
+    return Variant(full_name, "seer", opts, speculation, history and speculation in ("grouped", "grouped-budget"))
 
 
 def policy_names(text: str) -> list[str]:
