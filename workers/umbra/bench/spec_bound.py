@@ -14,9 +14,10 @@ takes the largest). Prefill time is shrunk too, so the bound is generous. ``--ac
 gives the same for a drafter whose every draft position holds with probability ``a``;
 ``--accept-profile`` for the best token drafter on the policy's own responses (``E(g)`` from
 ``umbra bench accept-ceiling``). ``--selective`` bounds a drafter that may also choose, each
-step, which rows draft how far (ours: the per-token budget of ``umbra.speculative.draft_budget``
-fed the true ``p_max`` chains): one uniform ``g`` per step averages confident and doubtful
-positions, so without it the bound would not hold for such a drafter.
+step, which rows draft how far (ours: every draft token whose chained ``p_max`` beats the best
+reachable tokens per second times its cost, ``shrink_selective``): one uniform ``g`` per step
+averages confident and doubtful positions, so without it the bound would not hold for such a
+drafter.
 """
 from __future__ import annotations
 
@@ -234,7 +235,7 @@ def run(args: argparse.Namespace) -> int:
     else:  # e.g. clipped responses that all end together
         print(f"tail ({tail:.3f} s): too short to bound")
     widest = max((int(b) for b in cost.get("table") or {}), default=None)
-    by_rows = out.get("draft_tokens_by_rows") or out["best_draft_by_rows"]
+    by_rows = out["draft_tokens_by_rows"] if pmax is not None else out["best_draft_by_rows"]
     if widest is not None and max(by_rows, default=0) > widest:
         print(f"note: the trace runs up to {max(by_rows)} rows; the table stops at B = {widest}, "
               "so larger batches are extrapolated from its last two batch sizes")
