@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from umbra.rollout.instance import GROUPED
 from umbra.rollout.policies import make_policy
 
 # Seer ablations: which switch each name turns off (divided alone = FIFO chunks, no speculation).
@@ -95,7 +96,7 @@ def variant(name: str, chunk_tokens: int, kv_block_tokens: int = 1, kv_reserve: 
         return Variant(full_name, "seer-oracle", {**opts, **ORACLE_VARIANTS[name]})
     opts.update(SEER_VARIANTS[name])
     speculation, history = opts.pop("speculation", "grouped"), opts.pop("history", True)
-    return Variant(full_name, "seer", opts, speculation, history and speculation in ("grouped", "grouped-budget"))
+    return Variant(full_name, "seer", opts, speculation, history and speculation in GROUPED)
 
 
 def policy_names(text: str) -> list[str]:
