@@ -12,6 +12,8 @@ temperature, no top-k/top-p), records ``p_max`` at every generated position, and
   most likely token: ``1 + sum_k prod_{j<=k} p_max(t + j)`` over positions ``t`` (a draft past
   the response's end is rejected). It keeps how the positions' ``p_max`` cluster (boilerplate
   runs), which a single per-position rate would average away.
+- with ``--drafts``, the same for suffix drafters replayed on those responses
+  (:mod:`umbra.bench.draft_agreement`: the group's suffix index, a global one, copying a sample);
 - ``umbra bench spec-bound --accept-profile`` turns it into a rollout speed-up with the
   machine's step cost; ``--selective`` uses the ``p_max`` kept per position instead (a
   drafter that drafts only where a token pays).
@@ -26,7 +28,9 @@ import json
 import statistics
 import sys
 
-GAMMA_MAX = 8
+from umbra.bench.token_chains import GAMMA_MAX, equivalent_rate, expected_tokens  # noqa: F401 (this bench's API)
+
+TOP = 4  # --drafts: a draft token's probability is known when it is among the TOP most likely
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -39,41 +43,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch", type=int, default=64, help="sequences sampled at once")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", dest="json_path", default=None, help="write results here")
-
-
-def expected_tokens(pmax: list[list[float]], gamma_max: int = GAMMA_MAX) -> list[float]:
-    """``[E(0), ..., E(gamma_max)]`` over every position of every response (see the module
-    docstring); ``pmax[r][t]`` is response r's largest probability at its t-th token."""
-    totals, count = [0.0] * (gamma_max + 1), 0
-    for row in pmax:
-        for t in range(len(row)):
-            count += 1
-            run, acc = 1.0, 1.0
-            totals[0] += 1.0
-            for k in range(1, gamma_max + 1):
-                # drafting position t + k (the token after t + k - 1): accepted with p_max there
-                acc *= row[t + k] if t + k < len(row) else 0.0
-                run += acc
-                totals[k] += run
-    return [x / count for x in totals] if count else [1.0] * (gamma_max + 1)
-
-
-def equivalent_rate(e: float, g: int) -> float:
-    """The per-position rate ``a`` with ``sum_{k<=g} a^k = e`` (bisection): the single number
-    ``umbra bench spec-bound --accept-rate`` would need to give ``E(g)``."""
-    lo, hi = 0.0, 1.0
-    for _ in range(60):
-        mid = (lo + hi) / 2
-        if sum(mid ** k for k in range(g + 1)) < e:
-            lo = mid
-        else:
-            hi = mid
-    return lo
+    p.add_argument("--drafts", action="store_true",
+                   help="also replay suffix drafters (the group's, then every response's) on the sampled responses: "
+                        "where they draft, how often their token is the most likely one, E(g) (draft_agreement)")
 
 
 def sample_pmax(model, prompts: list[list[int]], group_size: int, max_tokens: int, temperature: float,
-                batch: int, eos: set[int], pad: int) -> list[list[float]]:
-    """``p_max`` per generated token of ``group_size`` sampled responses per prompt."""
+                batch: int, eos: set[int], pad: int, record: list | None = None) -> list[list[float]]:
+    """``p_max`` per generated token of ``group_size`` sampled responses per prompt. With
+    ``record``, each batch is appended to it as ``draft_agreement.replay`` reads it: rows
+    ``(prompt index, sampled tokens, the distribution's TOP most likely (token, p) per position)``."""
     import torch
 
     rows = [p for p in prompts for _ in range(group_size)]
@@ -86,14 +65,21 @@ def sample_pmax(model, prompts: list[list[int]], group_size: int, max_tokens: in
         pos = (mask.cumsum(-1) - 1).clamp(min=0)
         alive = torch.ones(len(part), dtype=torch.bool)
         got: list[list[float]] = [[] for _ in part]
+        rows_seen: list[tuple] = [((b + i) // group_size, [], []) for i in range(len(part))]
         with torch.inference_mode():
             res = model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True)
             for _ in range(max_tokens):
                 probs = torch.softmax(res.logits[:, -1].float() / temperature, dim=-1)
                 top = probs.max(dim=-1).values
                 tok = torch.multinomial(probs, 1).squeeze(-1)
+                if record is not None:
+                    best = probs.topk(TOP, dim=-1)
+                    toks, best_ids, best_ps = tok.tolist(), best.indices.tolist(), best.values.tolist()
                 for i in torch.nonzero(alive).flatten().tolist():
                     got[i].append(float(top[i]))
+                    if record is not None:
+                        rows_seen[i][1].append(toks[i])
+                        rows_seen[i][2].append(list(zip(best_ids[i], best_ps[i])))
                 alive &= ~torch.tensor([int(t) in eos for t in tok])
                 if not alive.any():
                     break
@@ -102,6 +88,8 @@ def sample_pmax(model, prompts: list[list[int]], group_size: int, max_tokens: in
                 res = model(input_ids=tok[:, None], attention_mask=mask, position_ids=pos,
                             past_key_values=res.past_key_values, use_cache=True)
         out.extend(got)
+        if record is not None:
+            record.append(rows_seen)
         print(f"  sampled {min(b + batch, len(rows))}/{len(rows)} responses", flush=True)
     return out
 
@@ -137,7 +125,9 @@ def run(args: argparse.Namespace) -> int:
     prompts = [item.token_ids for item in data.items[: args.prompts]]
     print(f"model {args.model}: {len(prompts)} prompts x G={args.group_size}, max_tokens {args.max_tokens}, "
           f"temperature {args.temperature}", flush=True)
-    pmax = sample_pmax(model, prompts, args.group_size, args.max_tokens, args.temperature, args.batch, eos, pad)
+    record = [] if args.drafts else None
+    pmax = sample_pmax(model, prompts, args.group_size, args.max_tokens, args.temperature, args.batch, eos, pad,
+                       record)
     flat = sorted(p for row in pmax for p in row)
     e = expected_tokens(pmax)
     lengths = [len(r) for r in pmax]
@@ -155,8 +145,14 @@ def run(args: argparse.Namespace) -> int:
     print("draft length g | E(g) tokens/step (best token drafter) | equivalent per-position rate")
     for g in range(1, len(e)):
         print(f"{g:>14} | {e[g]:>36.2f} | {out['equivalent_rate'][g]:.3f}")
+    if record is not None:
+        from umbra.bench.draft_agreement import print_table, replay
+
+        out["drafts"] = replay(record, GAMMA_MAX)
+        print_table(out["drafts"], e)
     if args.json_path:
         summary = json.dumps({k: v for k, v in out.items() if k != "pmax"}, indent=2)
         with open(args.json_path, "w") as fh:  # pmax on one compact line: ~7 bytes a position
             fh.write(summary[:-2] + ',\n  "pmax": ' + json.dumps(out["pmax"], separators=(",", ":")) + "\n}\n")
     return 0
+
