@@ -21,6 +21,14 @@ def test_a_step_cost_fixed_by_the_batch_chooses_the_adaptive_reserve():
     assert choose(lambda b: 1.0, 64, 64) == "estimate"  # the reserve costs no concurrency
 
 
+def test_below_the_simulated_crossover_the_estimate_reserve_is_chosen():
+    # probes of real CPU runs (README): 149.9 ms + 13.1 ms a sequence reads 1.21 between 36 and
+    # 129 sequences, and the estimate reserve was the faster; 98.6 ms + 3.5 ms reads 1.46, and
+    # adaptive was
+    assert choose(lambda b: 0.1499 + 0.0131 * b, 36, 129) == "estimate"
+    assert choose(lambda b: 0.0986 + 0.0035 * b, 36, 129) == "adaptive"
+
+
 def test_batches_are_the_worst_case_and_the_one_chunk_concurrency_of_the_tightest_instance():
     led = KVLedger(KVBudget([1600, 3200], 16))
     # prompt 100 + 512 = 612 -> 39 blocks: 100 // 39 = 2; prompt + one chunk of 64 -> 11 blocks: 100 // 11 = 9
