@@ -155,4 +155,3 @@ def run(args: argparse.Namespace) -> int:
         with open(args.json_path, "w") as fh:  # pmax on one compact line: ~7 bytes a position
             fh.write(summary[:-2] + ',\n  "pmax": ' + json.dumps(out["pmax"], separators=(",", ":")) + "\n}\n")
     return 0
-
