@@ -51,18 +51,19 @@ def within_capacity_and_fresh_reserve(policy):
     """Also: the cached expected growth is what a fresh count over the residents gives."""
     within_capacity(policy)
     for i in range(len(policy.ledger.capacity)):
-        cached = policy._expected_growth(i)
+        cached, work = policy._expected_growth(i), policy._work(i)
         policy._growth_cache.clear()
-        assert cached == policy._expected_growth(i)
+        policy._work_cache.clear()
+        assert cached == policy._expected_growth(i) and work == policy._work(i)
 
 
 @settings(max_examples=80, deadline=None)
 @given(st.integers(1, 5), st.integers(1, 6), st.integers(1, 3), st.integers(1, 60), st.sampled_from([1, 4, 16]),
        st.booleans(), st.booleans(), st.integers(0, 10_000), st.sampled_from([True, "estimate", "adaptive", "auto", False]),
-       st.sampled_from([None, 1, 2]), st.booleans())
+       st.sampled_from([None, 1, 2]), st.booleans(), st.booleans())
 def test_ledger_never_over_capacity_and_every_request_completes_once(n_groups, g_size, n_inst, max_tokens, block,
                                                                      context_aware, shared_kv, seed, reserve, spread,
-                                                                     evicts):
+                                                                     evicts, work):
     rng = random.Random(seed)
     prompts = [[1] * rng.randint(1, 40) for _ in range(n_groups)]
     groups = make_groups(prompts, g_size, max_tokens, seed)
@@ -72,7 +73,7 @@ def test_ledger_never_over_capacity_and_every_request_completes_once(n_groups, g
     kv = KVBudget([-(-longest // block) * block * rng.randint(1, 4) for _ in range(n_inst)], block,
                   shared_kv=shared_kv)
     policy = SeerPolicy(chunk_tokens=rng.randint(1, 24), kv_block_tokens=block, context_aware=context_aware,
-                        growth_reserve=reserve, balance_spread=spread, fresh_evicts=evicts)
+                        growth_reserve=reserve, balance_spread=spread, fresh_evicts=evicts, work_placement=work)
     log = kv_rollout(policy, groups, [rng.randint(1, 6)] * n_inst, kv, true_len, within_capacity_and_fresh_reserve)
     for g in groups:
         for r in g:
@@ -214,6 +215,29 @@ def test_a_new_request_starts_where_its_group_prompt_is_held_while_it_fits():
         p.reset(groups, [8, 8], KVBudget([capacity, 800], 4))
         p.ledger.start(groups[0][0], 0, 8)
         assert p._place_fresh(groups[0][1]) == want
+
+
+def test_work_placement_starts_a_new_request_where_the_least_expected_decode_work_is_resident():
+    # One group of 3 whose probe (r0) started on instance 0. Group affinity alone sends r1
+    # there too; with work_placement r1 goes to instance 1 (no resident work), and r2 to
+    # whichever instance has less left to decode once r0 has generated some tokens.
+    def setup(**kw):
+        p = SeerPolicy(chunk_tokens=8, growth_reserve=False, **kw)
+        groups = make_groups([[1] * 16], 3, 40, 0)
+        p.reset(groups, [8, 8], KVBudget([800, 800], 4))
+        p.ledger.start(groups[0][0], 0, 8)
+        return p, groups[0]
+    p, g = setup()
+    assert p._place_fresh(g[1]) == 0
+    p, g = setup(work_placement=True)
+    assert p._work(0) == 40 and p._work(1) == 0
+    assert p._place_fresh(g[1]) == 1
+    p.ledger.start(g[1], 1, 8)
+    assert p._work(1) == 40
+    # generated tokens lower the work: r0 decoded 8 of its (unknown: max_tokens) 40
+    g[0].add_chunk(0, list(range(8)), "length", 0.0, 1.0)
+    p.ledger.chunk_done(g[0])
+    assert p._work(0) == 32 and p._place_fresh(g[2]) == 0
 
 
 def test_a_full_instance_gives_up_the_lowest_ranked_parked_kv_and_counts_it():

@@ -94,6 +94,17 @@ class SeerPolicy(Policy):
       pool): moonlight 1.21x -> 1.27x ``verl``, kimi-k2 1.04x -> 1.06x, qwen2-vl-72b 1.13x
       either way; on real engines (GSM8K, temperature 0.7) 0.89x -> 0.98x ``verl`` (level
       by rollout time), where the split groups had left the ledger short of KV.
+    - ``work_placement`` (default off): a request with no KV anywhere starts where the least
+      decode work is resident (each resident's :meth:`_final_estimate` minus what it has
+      generated), group affinity and free KV breaking ties. Probes go first, so group affinity
+      pins every group to the instance its probe got at the rollout's start, before any length
+      is known; groups whose lengths differ then leave one instance with more work. On the
+      CPU engines (GSM8K, estimate reserve) seer's instances ended 20.6 and 20.5 s apart in two
+      runs; this placement ended them 1.9 s apart, throughput 1.06x and tail 0.47x of
+      ``seer-no-spec`` in the same run (one run). The simulator agrees on that trace (1.04x)
+      but not on the presets (moonlight 0.96x, kimi-k2 0.99x, qwen2-vl-72b 1.00x; on moonlight
+      about what turning group affinity off loses, below), so it stays a switch (``seer-work``
+      in the benchmark).
     - ``length_history`` (True, or a :class:`~umbra.rollout.policies.length_history.LengthHistory`;
       kept across rollouts): a group's estimate starts at the longest remembered response to
       its prompt instead of unknown, and every finished response is remembered.
@@ -105,7 +116,7 @@ class SeerPolicy(Policy):
                  affinity_spread: int = 1, starvation_limit: int = 10_000, kv_block_tokens: int = 1,
                  estimate_floor: bool = True, growth_reserve: bool | str = "auto", length_history=None,
                  balance_spread: int | None = None, group_floor: bool = False, group_affinity: bool = True,
-                 fresh_evicts: bool = False):
+                 fresh_evicts: bool = False, work_placement: bool = False):
         if chunk_tokens < 1:
             raise ValueError("chunk_tokens must be >= 1")
         if kv_block_tokens < 1:
@@ -123,6 +134,7 @@ class SeerPolicy(Policy):
         self.balance_spread = balance_spread
         self.group_affinity = group_affinity
         self.fresh_evicts = fresh_evicts
+        self.work_placement = work_placement
         # True: a history of its own, kept across this object's rollouts (the run's policy object)
         self.length_history = LengthHistory() if length_history is True else (length_history or None)
         self.tight: set[int] = set()  # instances that gave up KV ("adaptive" reserve; kept across rollouts)
@@ -157,6 +169,7 @@ class SeerPolicy(Policy):
         self.migrations = 0
         self.estimate_version = 0
         self._growth_cache: dict[int, tuple] = {}
+        self._work_cache: dict[int, tuple] = {}
         self.tick = 0      # decisions so far (the anti-starvation clock)
         self.counter = 0   # heap entry serial: first come among equal keys; marks stale entries
         self.heaps: dict[int | None, list[tuple]] = {None: []}  # None: fresh; i: parked on instance i
@@ -294,6 +307,17 @@ class SeerPolicy(Policy):
         final = self._final_estimate(r)
         return max(0, led.private(r, i, r.prompt_len + min(final, r.max_tokens)) - led.residents[rid].private)
 
+    def _work(self, i: int) -> int:
+        """Output tokens the residents of ``i`` are still expected to decode, each to its
+        :meth:`_final_estimate` (``work_placement``, ours; cached as :meth:`_expected_growth` is)."""
+        key = (self.ledger.version[i], self.estimate_version)
+        hit = self._work_cache.get(i)
+        if hit is not None and hit[0] == key:
+            return hit[1]
+        total = sum(self._final_estimate(r) - r.num_generated for r in map(self.by_id.get, self.ledger.on[i]))
+        self._work_cache[i] = (key, total)
+        return total
+
     def _final_estimate(self, r: Request) -> int:
         """Output tokens ``r`` is expected to end at: its group's estimate (``max_tokens``
         while unknown), at least one more than it has generated."""
@@ -315,6 +339,8 @@ class SeerPolicy(Policy):
                     continue
                 grouped = self.group_affinity and led.holds_group(r, i)
                 key = (grouped, led.free(i) - self._reserve(i), self.capacities[i] - self.running[i], -i)
+                if self.work_placement:
+                    key = (-self._work(i),) + key
             else:
                 key = (self.capacities[i] - self.running[i], -i)
             if best_key is None or key > best_key:

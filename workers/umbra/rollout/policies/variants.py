@@ -26,7 +26,10 @@ SEER_VARIANTS = {"seer": {}, "seer-no-spec": {"speculation": None}, "seer-no-con
                  # beyond the paper: seer without speculation, group estimates primed by earlier rollouts
                  "seer-history": {"speculation": None, "length_history": True},
                  # beyond the paper: seer without speculation, instance loads kept within 4 requests
-                 "seer-balanced": {"speculation": None, "balance_spread": 4}}
+                 "seer-balanced": {"speculation": None, "balance_spread": 4},
+                 # beyond the paper: seer without speculation, a new request placed where the least
+                 # expected decode work is resident (SeerPolicy.work_placement)
+                 "seer-work": {"speculation": None, "work_placement": True}}
 BASELINES = ("verl", "static-group", "request-lb", "oracle-lfs")
 # The paper's oracle on Seer's own machinery (divided rollout, KV ledger, reserve): ranked by
 # true lengths instead of group estimates (``SeerOraclePolicy``).
@@ -34,7 +37,7 @@ BASELINES = ("verl", "static-group", "request-lb", "oracle-lfs")
 ORACLE_VARIANTS = {"oracle-divided": {}, "oracle-divided-evict": {"fresh_evicts": True}}
 VARIANT_NAMES = ("verl", "static-group", "request-lb", "seer-divided", "seer-no-spec", "seer", "seer-no-context",
                  "seer-no-divided", "seer-no-history", "seer-budget", "spec-ngram", "spec-null", "seer-history",
-                 "seer-balanced", "oracle-lfs", "oracle-divided", "oracle-divided-evict")
+                 "seer-balanced", "seer-work", "oracle-lfs", "oracle-divided", "oracle-divided-evict")
 # Variants only real engines can run: the simulator models grouped speculation by an acceptance
 # length, with no notion of where drafts come from.
 ENGINE_ONLY = ("seer-no-history", "seer-budget", "spec-ngram", "spec-null")
