@@ -101,10 +101,11 @@ class SeerPolicy(Policy):
       is known; groups whose lengths differ then leave one instance with more work. On the
       CPU engines (GSM8K, estimate reserve) seer's instances ended 20.6 and 20.5 s apart in two
       runs; this placement ended them 1.9 s apart, throughput 1.06x and tail 0.47x of
-      ``seer-no-spec`` in the same run (one run). The simulator agrees on that trace (1.04x)
-      but not on the presets (moonlight 0.96x, kimi-k2 0.99x, qwen2-vl-72b 1.00x; on moonlight
-      about what turning group affinity off loses, below), so it stays a switch (``seer-work``
-      in the benchmark).
+      ``seer-no-spec`` in the same run, and 1.04x and 1.01x in two more pairs. The simulator
+      agrees on that trace (1.04x) but not on the presets under their adaptive reserve
+      (moonlight 0.96x, kimi-k2 0.99x, qwen2-vl-72b 1.00x; on moonlight about what turning
+      group affinity off loses, below; under the estimate reserve 1.01x and 1.00x), so it
+      stays a switch (``seer-work`` in the benchmark).
     - ``length_history`` (True, or a :class:`~umbra.rollout.policies.length_history.LengthHistory`;
       kept across rollouts): a group's estimate starts at the longest remembered response to
       its prompt instead of unknown, and every finished response is remembered.
@@ -326,8 +327,9 @@ class SeerPolicy(Policy):
 
     def _place_fresh(self, r: Request) -> int | None:
         """Instance for a request with no KV anywhere: a free slot and, with a ledger, room for
-        its chunk above the growth reserve; with ``group_affinity`` an instance holding its
-        group's prompt first; then the most free KV (else free slots) first."""
+        its chunk above the growth reserve; with ``work_placement`` the least resident decode
+        work first; then, with ``group_affinity``, an instance holding its group's prompt; then
+        the most free KV (else free slots)."""
         budget = self.chunk_budget(r)
         best, best_key = None, None
         led = self.ledger
