@@ -294,13 +294,16 @@ class SeerPolicy(Policy):
     def _expected_growth(self, i: int) -> int:
         """Blocks the residents of ``i`` will still add if each ends at its group's estimate
         (cached until the ledger changes on ``i`` or an estimate changes)."""
+        return self._cached(self._growth_cache, i, lambda: sum(self._growth(rid, i) for rid in self.ledger.on[i]))
+
+    def _cached(self, cache: dict[int, tuple], i: int, compute: Callable[[], int]) -> int:
+        """``compute()`` for instance ``i``, kept in ``cache`` until the ledger changes on ``i`` or
+        an estimate changes."""
         key = (self.ledger.version[i], self.estimate_version)
-        hit = self._growth_cache.get(i)
-        if hit is not None and hit[0] == key:
-            return hit[1]
-        total = sum(self._growth(rid, i) for rid in self.ledger.on[i])
-        self._growth_cache[i] = (key, total)
-        return total
+        hit = cache.get(i)
+        if hit is None or hit[0] != key:
+            hit = cache[i] = (key, compute())
+        return hit[1]
 
     def _growth(self, rid: str, i: int) -> int:
         """Blocks resident ``rid`` of ``i`` still adds if it ends at its group's estimate."""
@@ -311,13 +314,8 @@ class SeerPolicy(Policy):
     def _work(self, i: int) -> int:
         """Output tokens the residents of ``i`` are still expected to decode, each to its
         :meth:`_final_estimate` (``work_placement``, ours; cached as :meth:`_expected_growth` is)."""
-        key = (self.ledger.version[i], self.estimate_version)
-        hit = self._work_cache.get(i)
-        if hit is not None and hit[0] == key:
-            return hit[1]
-        total = sum(self._final_estimate(r) - r.num_generated for r in map(self.by_id.get, self.ledger.on[i]))
-        self._work_cache[i] = (key, total)
-        return total
+        return self._cached(self._work_cache, i, lambda: sum(
+            self._final_estimate(r) - r.num_generated for r in map(self.by_id.get, self.ledger.on[i])))
 
     def _final_estimate(self, r: Request) -> int:
         """Output tokens ``r`` is expected to end at: its group's estimate (``max_tokens``
