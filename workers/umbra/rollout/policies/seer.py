@@ -101,11 +101,13 @@ class SeerPolicy(Policy):
       is known; groups whose lengths differ then leave one instance with more work. On the
       CPU engines (GSM8K, estimate reserve) seer's instances ended 20.6 and 20.5 s apart in two
       runs; this placement ended them 1.9 s apart, throughput 1.06x and tail 0.47x of
-      ``seer-no-spec`` in the same run, and 1.04x and 1.01x in two more pairs. The simulator
-      agrees on that trace (1.04x) but not on the presets under their adaptive reserve
-      (moonlight 0.96x, kimi-k2 0.99x, qwen2-vl-72b 1.00x; on moonlight about what turning
-      group affinity off loses, below; under the estimate reserve 1.01x and 1.00x), so it
-      stays a switch (``seer-work`` in the benchmark).
+      ``seer-no-spec`` in the same run, and 1.04x and 1.01x in two more pairs; three more
+      pairs gave 0.93x, 0.95x and 1.07x (mean of six 1.01x, tails no shorter), gaining only
+      where group affinity's instances ended far apart. The simulator agrees on that trace
+      (1.04x) but not on the presets under their adaptive reserve (moonlight 0.96x, kimi-k2
+      0.99x, qwen2-vl-72b 1.00x; on moonlight about what turning group affinity off loses,
+      below; under the estimate reserve 1.01x and 1.00x), so it stays a switch (``seer-work``
+      in the benchmark).
     - ``length_history`` (True, or a :class:`~umbra.rollout.policies.length_history.LengthHistory`;
       kept across rollouts): a group's estimate starts at the longest remembered response to
       its prompt instead of unknown, and every finished response is remembered.
