@@ -15,13 +15,20 @@ def test_each_epoch_shows_its_re_prefill_as_a_share_of_the_output(capsys):
     assert "214 / 14.8 / 22.9%, 224 / 13.8 / 1.7%; median 219 / 14.3" in out
 
 
-def test_bench_refuses_a_simulator_only_oracle_before_starting_anything(capsys):
+def test_bench_refuses_a_chunked_oracle_without_a_chunked_rollout_before_it(capsys):
+    # the chunked oracles rank by the lengths an earlier chunked rollout of the same seeds sampled:
+    # without one before them (speculation samples other tokens) they are refused before any engine starts
     import argparse
 
     from umbra.bench import rollout as bench
+    from umbra.rollout.policies.variants import chunked_oracle_source, variant
 
     p = argparse.ArgumentParser()
     bench.add_arguments(p)
-    for name in ("oracle-divided", "oracle-divided@estimate"):
-        assert bench.run(p.parse_args(["--policies", f"verl,{name}"])) == 2
-        assert "simulator only" in capsys.readouterr().err
+    for policies in ("verl,oracle-divided", "oracle-group,seer-no-spec", "seer,oracle-divided@estimate",
+                     "seer-no-divided,oracle-group-mean"):
+        assert bench.run(p.parse_args(["--policies", policies])) == 2
+        assert "before it in --policies" in capsys.readouterr().err
+    assert [chunked_oracle_source(variant(n, 64)) for n in ("seer-no-spec", "seer-divided", "seer-no-spec@adaptive")] \
+        == [True, True, True]
+    assert not any(chunked_oracle_source(variant(n, 64)) for n in ("seer", "seer-no-divided", "verl", "oracle-divided"))

@@ -38,14 +38,17 @@ def test_a_reward_that_prints_a_million_lines_is_capped_in_the_job_log(tmp_path,
 
     scorer = Scorer(spec, timeout_s=120.0, workers=2)
     try:
-        rewards, metrics = scorer.score_texts(["7", "loud", "8"], [PROBLEM] * 3)  # ~24 MB printed
+        # a quiet answer scored on its own first: beside the loud one, on the pool's other worker,
+        # its line could reach the log after the loud one's output had filled the cap
+        first, _ = scorer.score_texts(["7"], [PROBLEM])
+        rewards, metrics = scorer.score_texts(["loud", "8"], [PROBLEM] * 2)  # ~24 MB printed
         again, _ = scorer.score_texts(["7"], [PROBLEM])
         dropped = scorer.pool.output.dropped
     finally:
         scorer.close()
     notes = scorer.take_notes()
     out, err = capfd.readouterr()
-    assert rewards == [1.0, 0.0, 0.0] and again == [1.0] and metrics["reward/errors"] == 0
+    assert first == [1.0] and rewards == [0.0, 0.0] and again == [1.0] and metrics["reward/errors"] == 0
     assert out == ""  # the workers' stdout too went to the job log (stderr), bounded
     assert "a line of the reward's output: 7" in err
     assert len(err.encode()) < OUTPUT_CAP_BYTES + 1000  # the cap and one line saying so

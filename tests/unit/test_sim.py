@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from umbra.rollout.policies.variants import build, variant
 from umbra.rollout.metrics import rollout_metrics
-from umbra.rollout.policies import RequestLBPolicy, SeerPolicy
+from umbra.rollout.policies import RequestLBPolicy, SeerOraclePolicy, SeerPolicy
 from umbra.sim.engine import simulate
 from umbra.sim.spec_model import SpecModel
 from umbra.sim.step_model import StepModel, fit
@@ -333,6 +333,25 @@ def test_chunked_oracle_starts_a_short_groups_outlier_first_where_alg2_cannot():
              for name, res in (("seer", seer), ("oracle", oracle))}
     assert start["oracle"] == 0.0 and start["seer"] > 100
     assert oracle.end_s < seer.end_s
+
+
+def test_group_oracles_rank_by_the_groups_true_lengths_not_the_requests():
+    # The outlier case above, the other groups at 60 tokens: ranked by its group's true mean
+    # (57.5) the 200-token outlier still starts after the three 60-token groups; ranked by its
+    # group's true longest (200) its group goes first (two slots: it starts once two 10-token
+    # siblings end), and so do its siblings, which the per-request oracle starts last.
+    groups = [[(8, 60)] * 4, [(8, 60)] * 4, [(8, 60)] * 4, [(8, 10)] * 3 + [(8, 200)]]
+    w = Workload("outlier", groups, 256, Cluster(1, 10_000, 2, StepModel(c0=1.0, c_seq=0.0, c_ctx=0.0, c_prefill=0.0)))
+    lengths = {f"g{g}-r{i}": o for g, grp in enumerate(groups) for i, (_, o) in enumerate(grp)}
+    starts = {}
+    for name in ("oracle-divided", "oracle-group", "oracle-group-mean"):
+        res = simulate(build(variant(name, 32, 16), lengths), w)
+        assert sorted(r.num_generated for r in res.requests) == sorted(lengths.values())
+        starts[name] = {r.request_id: r.chunks[0].start_s for r in res.requests}
+    assert starts["oracle-group"]["g3-r3"] <= 10.0 < 100 < starts["oracle-group-mean"]["g3-r3"]
+    assert starts["oracle-group"]["g3-r0"] < 10 < starts["oracle-divided"]["g3-r0"]
+    with pytest.raises(ValueError, match="group_rank"):
+        SeerOraclePolicy(group_rank="median")
 
 
 def test_the_oracle_gives_up_lower_ranked_parked_kv_for_a_longer_new_request():

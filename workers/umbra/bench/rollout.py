@@ -13,7 +13,7 @@ import os
 import sys
 import time
 
-from umbra.rollout.policies.variants import (DEFAULT_VARIANTS, KV_RESERVES, SIM_ONLY, add_ratios, base_name, build,
+from umbra.rollout.policies.variants import (DEFAULT_VARIANTS, KV_RESERVES, add_ratios, build, chunked_oracle_source,
                                              policy_names, variant)
 
 FIELDS = ("rollout_time_s", "throughput_tok_s", "tail_time_s", "accept_len", "preemptions", "output_tokens",
@@ -64,10 +64,13 @@ def run(args: argparse.Namespace) -> int:
     try:
         variants = [variant(n, args.chunk_tokens, kv_reserve=args.kv_reserve, balance_spread=args.balance_spread)
                     for n in policy_names(args.policies)]
-        for v in variants:
-            if base_name(v.name) in SIM_ONLY:
-                raise ValueError(f"policy '{v.name}' runs in the simulator only (`umbra sim`): a chunked rollout "
-                                 "samples each chunk afresh, so no earlier pass knows its lengths")
+        if not args.interleave:  # one engine set at a time: variants run grouped by speculation method
+            variants = sorted(variants, key=lambda v: [x.speculation for x in variants].index(v.speculation))
+        for n, v in enumerate(variants):
+            if v.policy == "seer-oracle" and not any(chunked_oracle_source(x) for x in variants[:n]):
+                raise ValueError(f"policy '{v.name}' ranks by the lengths a chunked rollout of the same seeds "
+                                 "produced: put a seer variant without speculation that divides requests into "
+                                 "chunks (e.g. seer-no-spec or seer-divided) before it in --policies")
         for flag in ("prompts", "group_size", "max_tokens", "instances", "chunk_tokens", "kv_cache_gib",
                      "max_num_seqs", "epochs"):
             if getattr(args, flag) < 1:
@@ -115,8 +118,6 @@ def run(args: argparse.Namespace) -> int:
     # method) and stops before the next method's, so one set holds memory at a time; with
     # --interleave every set is up at once and epoch e of every variant runs before epoch e + 1
     # of any, so this machine's drift reaches every variant alike (memory: every set at once).
-    if not args.interleave:
-        variants = sorted(variants, key=lambda v: [x.speculation for x in variants].index(v.speculation))
     managers: dict = {}
     warm = dataclasses.replace(shape, group_size=2, max_tokens=8)
 
@@ -155,15 +156,26 @@ def run(args: argparse.Namespace) -> int:
         ray.get([m.draft_server.clear_history.remote() for m in managers.values() if m.draft_server is not None])
     results, epochs = {}, {}
     lengths: dict[int, dict] = {}  # epoch -> true lengths, for oracle-lfs (from a whole-request policy)
+    # epoch -> lengths of a chunked rollout without speculation, for the chunked oracles: a chunk's
+    # seed follows from its request and position and its end from chunk_tokens, so every such
+    # rollout of an epoch samples the same tokens (matched_lengths says how many came out alike)
+    chunked: dict[int, dict] = {}
     for e, v in schedule:
         manager = manager_for(v.speculation)
         manager.spec_history, manager.history_key = v.history, v.name  # each variant its own history
         if v.policy == "oracle-lfs":
             policies[v.name] = build(v, lengths.get(e))
+        if v.policy == "seer-oracle":
+            policies[v.name] = build(v, chunked[e])
         batch = manager.generate(e, prompts, args.seed + 1000 * e, policies[v.name])
         if v.policy != "seer" or not v.options.get("divided", True):
             lengths.setdefault(e, {r.request_id: r.num_generated for r in batch.requests})
+        if chunked_oracle_source(v):
+            chunked.setdefault(e, {r.request_id: r.num_generated for r in batch.requests})
         epochs.setdefault(v.name, []).append(row(batch, policies[v.name]))
+        if v.policy == "seer-oracle":
+            epochs[v.name][-1]["matched_lengths"] = sum(r.num_generated == chunked[e].get(r.request_id)
+                                                        for r in batch.requests)
         print(f"  {v.name}" + (f" epoch {e + 1}" if args.epochs > 1 else "") +
               f": {batch.metrics['rollout/time_s']:.1f}s, {batch.metrics['rollout/throughput_tok_s']:.0f} tok/s, "
               f"tail {batch.metrics['rollout/tail_time_s']:.1f}s"
@@ -171,6 +183,8 @@ def run(args: argparse.Namespace) -> int:
               + "".join(f", {k.rsplit('/', 1)[1]} {batch.metrics[k]:.3g}"
                         for k in SPEC_EXTRAS if k in batch.metrics)
               + (f", kv reserve {epochs[v.name][-1]['kv_reserve']}" if "kv_reserve" in epochs[v.name][-1] else "")
+              + (f", lengths as ranked {epochs[v.name][-1]['matched_lengths']} of {len(batch.requests)}"
+                 if "matched_lengths" in epochs[v.name][-1] else "")
               + (f", re-prefilled {batch.metrics['rollout/reprefill_tokens']:.0f} tokens "
                  f"({reprefill_pct(epochs[v.name][-1]):.1f}%)" if batch.metrics["rollout/reprefill_tokens"] else ""),
               flush=True)

@@ -33,16 +33,18 @@ SEER_VARIANTS = {"seer": {}, "seer-no-spec": {"speculation": None}, "seer-no-con
 BASELINES = ("verl", "static-group", "request-lb", "oracle-lfs")
 # The paper's oracle on Seer's own machinery (divided rollout, KV ledger, reserve): ranked by
 # true lengths instead of group estimates (``SeerOraclePolicy``).
-# oracle-divided-evict: a new request may give up lower-ranked parked KV (SeerPolicy.fresh_evicts)
-ORACLE_VARIANTS = {"oracle-divided": {}, "oracle-divided-evict": {"fresh_evicts": True}}
+# oracle-divided-evict: a new request may give up lower-ranked parked KV (SeerPolicy.fresh_evicts);
+# oracle-group / oracle-group-mean: ranked by the group's true longest / mean length instead of
+# the request's own (Alg. 2's predictor made perfect: what ranking by group can reach; ours)
+ORACLE_VARIANTS = {"oracle-divided": {}, "oracle-divided-evict": {"fresh_evicts": True},
+                   "oracle-group": {"group_rank": "max"}, "oracle-group-mean": {"group_rank": "mean"}}
 VARIANT_NAMES = ("verl", "static-group", "request-lb", "seer-divided", "seer-no-spec", "seer", "seer-no-context",
                  "seer-no-divided", "seer-no-history", "seer-budget", "spec-ngram", "spec-null", "seer-history",
-                 "seer-balanced", "seer-work", "oracle-lfs", "oracle-divided", "oracle-divided-evict")
+                 "seer-balanced", "seer-work", "oracle-lfs", "oracle-divided", "oracle-divided-evict", "oracle-group",
+                 "oracle-group-mean")
 # Variants only real engines can run: the simulator models grouped speculation by an acceptance
 # length, with no notion of where drafts come from.
 ENGINE_ONLY = ("seer-no-history", "seer-budget", "spec-ngram", "spec-null")
-# Variants only the simulator can run: real chunks sample afresh, so no earlier pass knows their lengths.
-SIM_ONLY = tuple(ORACLE_VARIANTS)
 SIM_VARIANT_NAMES = tuple(n for n in VARIANT_NAMES if n not in ENGINE_ONLY)
 # What bench, sim and the what-if page compare unless told otherwise.
 DEFAULT_VARIANTS = ("verl", "static-group", "request-lb", "seer-no-spec", "seer", "oracle-lfs")
@@ -100,6 +102,14 @@ def variant(name: str, chunk_tokens: int, kv_block_tokens: int = 1, kv_reserve: 
     opts.update(SEER_VARIANTS[name])
     speculation, history = opts.pop("speculation", "grouped"), opts.pop("history", True)
     return Variant(full_name, "seer", opts, speculation, history and speculation in GROUPED)
+
+
+def chunked_oracle_source(v: Variant) -> bool:
+    """Whether ``v``'s rollout gives the chunked oracles (:data:`ORACLE_VARIANTS`) their lengths on
+    real engines: a seer variant that divides requests into chunks and does not speculate (a
+    chunk's seed follows from its request and position, so every such rollout of the same seeds
+    samples the same tokens; speculation draws other random numbers)."""
+    return v.policy == "seer" and v.options.get("divided", True) and v.speculation is None
 
 
 def policy_names(text: str) -> list[str]:
