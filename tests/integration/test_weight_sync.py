@@ -48,6 +48,32 @@ def test_greedy_responses_identical_under_static_group_verl_and_seer(ray_driver,
     assert max(len(r.chunks) for r in chunked) > 1 and {r.instance for r in chunked} == {0, 1}
 
 
+def test_chunked_rollouts_of_the_same_seeds_sample_the_same_tokens_in_any_order(ray_driver, instances):
+    """What the benchmark's chunked oracles rank by: at temperature 1.0, divided rollout in
+    first-come order, in Alg. 2's order and in the true-length oracle's order (ranked by the
+    first rollout's lengths) sample the same tokens, since a chunk's seed follows from its
+    request and position, wherever and whenever it runs."""
+    from umbra.rollout.policies import SeerOraclePolicy, SeerPolicy
+    from umbra.rollout.policies.kv_ledger import KVBudget
+    from umbra.rollout.request import make_groups
+    from umbra.rollout.runner import run_rollout
+
+    prompts = [[1] + [(13 * g + t) % 400 + 3 for t in range(12 + 3 * g)] for g in range(4)]
+
+    def sample(policy):
+        out, _, _ = run_rollout(policy, instances, make_groups(prompts, 4, 48, 11, 1.0), [64, 64],
+                                kv=KVBudget([320, 320], 32))  # 10 blocks each: a few requests at a time
+        order = [r.request_id for r in sorted(out, key=lambda r: (r.chunks[0].start_s, r.request_id))]
+        return {r.request_id: r.output_token_ids for r in out}, order
+
+    fifo, fifo_order = sample(SeerPolicy(chunk_tokens=8, kv_block_tokens=32, context_aware=False))
+    alg2, alg2_order = sample(SeerPolicy(chunk_tokens=8, kv_block_tokens=32))
+    lengths = {rid: len(tokens) for rid, tokens in fifo.items()}
+    oracle, _ = sample(SeerOraclePolicy(lengths=lengths, chunk_tokens=8, kv_block_tokens=32))
+    assert fifo_order != alg2_order  # probes first: another order of chunks
+    assert fifo == alg2 == oracle and len(fifo) == 16
+
+
 @pytest.mark.parametrize("ranks", [1, 2])
 def test_instances_serve_trainer_weights_after_step(ray_driver, instances, tiny_model_path, ranks):
     """The trainer group's weight sync: after one GRPO step every instance serves the new
