@@ -25,7 +25,7 @@ of "adaptive" (mean 1.015) with no re-prefill against 20-27%; the runs' probes r
 the throughputs tie within this machine's noise, and the estimate reserve re-prefills nothing
 and has the shorter tail in four runs of five. Where prefill is cheap (a GPU) a ratio of
 1.1-1.3 then costs up to 6% (the sweep's cheap-prefill row). The threshold is not right for
-every workload: at temperature 0.7 and 768 tokens (README, runs w2d and w2e), the probe read 1.27,
+every workload: at temperature 0.7 and 768 tokens (README, runs w2d and w2e), the probe read 1.13,
 and "estimate" ran at 0.86x and 0.96x verl, where "adaptive" ran at 1.02x with 8% re-prefilled.
 The crossover lies lower where "adaptive" gives up less KV; a rule that weighs that is not built.
 """
