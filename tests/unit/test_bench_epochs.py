@@ -21,14 +21,20 @@ def test_bench_refuses_a_chunked_oracle_without_a_chunked_rollout_before_it(caps
     import argparse
 
     from umbra.bench import rollout as bench
-    from umbra.rollout.policies.variants import chunked_oracle_source, variant
+    from umbra.rollout.policies.variants import oracle_length_source, variant
 
     p = argparse.ArgumentParser()
     bench.add_arguments(p)
     for policies in ("verl,oracle-divided", "oracle-group,seer-no-spec", "seer,oracle-divided@estimate",
-                     "seer-no-divided,oracle-group-mean"):
+                     "seer-no-divided,oracle-group-mean", "oracle-divided,oracle-group"):
         assert bench.run(p.parse_args(["--policies", policies])) == 2
         assert "before it in --policies" in capsys.readouterr().err
-    assert [chunked_oracle_source(variant(n, 64)) for n in ("seer-no-spec", "seer-divided", "seer-no-spec@adaptive")] \
+    assert [oracle_length_source(variant(n, 64), True) for n in ("seer-no-spec", "seer-divided", "seer-no-spec@adaptive")] \
         == [True, True, True]
-    assert not any(chunked_oracle_source(variant(n, 64)) for n in ("seer", "seer-no-divided", "verl", "oracle-divided"))
+    assert not any(oracle_length_source(variant(n, 64), True) for n in ("seer", "seer-no-divided", "verl"))
+    # oracle-divided samples as the chunked rollouts do (it may serve a later oracle), never as a whole one
+    assert oracle_length_source(variant("oracle-divided", 64), True)
+    # oracle-lfs ranks by a whole-request rollout without speculation, never by a chunked one
+    assert [oracle_length_source(variant(n, 64), False) for n in ("verl", "static-group", "oracle-lfs")] == [True] * 3
+    assert not any(oracle_length_source(variant(n, 64), False)
+                   for n in ("seer-no-spec", "oracle-divided", "oracle-group", "seer-no-divided"))

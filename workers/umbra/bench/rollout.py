@@ -13,7 +13,7 @@ import os
 import sys
 import time
 
-from umbra.rollout.policies.variants import (DEFAULT_VARIANTS, KV_RESERVES, add_ratios, build, chunked_oracle_source,
+from umbra.rollout.policies.variants import (DEFAULT_VARIANTS, KV_RESERVES, add_ratios, build, oracle_length_source,
                                              policy_names, variant)
 
 FIELDS = ("rollout_time_s", "throughput_tok_s", "tail_time_s", "accept_len", "preemptions", "output_tokens",
@@ -67,7 +67,8 @@ def run(args: argparse.Namespace) -> int:
         if not args.interleave:  # one engine set at a time: variants run grouped by speculation method
             variants = sorted(variants, key=lambda v: [x.speculation for x in variants].index(v.speculation))
         for n, v in enumerate(variants):
-            if v.policy == "seer-oracle" and not any(chunked_oracle_source(x) for x in variants[:n]):
+            if v.policy == "seer-oracle" and not any(x.policy == "seer" and oracle_length_source(x, True)
+                                                     for x in variants[:n]):
                 raise ValueError(f"policy '{v.name}' ranks by the lengths a chunked rollout of the same seeds "
                                  "produced: put a seer variant without speculation that divides requests into "
                                  "chunks (e.g. seer-no-spec or seer-divided) before it in --policies")
@@ -155,26 +156,22 @@ def run(args: argparse.Namespace) -> int:
 
         ray.get([m.draft_server.clear_history.remote() for m in managers.values() if m.draft_server is not None])
     results, epochs = {}, {}
-    lengths: dict[int, dict] = {}  # epoch -> true lengths, for oracle-lfs (from a whole-request policy)
-    # epoch -> lengths of a chunked rollout without speculation, for the chunked oracles: a chunk's
-    # seed follows from its request and position and its end from chunk_tokens, so every such
-    # rollout of an epoch samples the same tokens (matched_lengths says how many came out alike)
-    chunked: dict[int, dict] = {}
+    # epoch -> true lengths, whole (for oracle-lfs) and chunked (for the chunked oracles): from the
+    # epoch's first rollout that samples what the oracle will (oracle_length_source)
+    lengths: dict[bool, dict[int, dict]] = {False: {}, True: {}}
     for e, v in schedule:
         manager = manager_for(v.speculation)
         manager.spec_history, manager.history_key = v.history, v.name  # each variant its own history
-        if v.policy == "oracle-lfs":
-            policies[v.name] = build(v, lengths.get(e))
-        if v.policy == "seer-oracle":
-            policies[v.name] = build(v, chunked[e])
+        oracle = {"oracle-lfs": False, "seer-oracle": True}.get(v.policy)  # which lengths it ranks by
+        if oracle is not None:
+            policies[v.name] = build(v, lengths[oracle].get(e))
         batch = manager.generate(e, prompts, args.seed + 1000 * e, policies[v.name])
-        if v.policy != "seer" or not v.options.get("divided", True):
-            lengths.setdefault(e, {r.request_id: r.num_generated for r in batch.requests})
-        if chunked_oracle_source(v):
-            chunked.setdefault(e, {r.request_id: r.num_generated for r in batch.requests})
+        for chunked in (False, True):
+            if oracle_length_source(v, chunked):
+                lengths[chunked].setdefault(e, {r.request_id: r.num_generated for r in batch.requests})
         epochs.setdefault(v.name, []).append(row(batch, policies[v.name]))
-        if v.policy == "seer-oracle":
-            epochs[v.name][-1]["matched_lengths"] = sum(r.num_generated == chunked[e].get(r.request_id)
+        if oracle:  # a chunked oracle: how many lengths came out as it ranked them
+            epochs[v.name][-1]["matched_lengths"] = sum(r.num_generated == lengths[True][e].get(r.request_id)
                                                         for r in batch.requests)
         print(f"  {v.name}" + (f" epoch {e + 1}" if args.epochs > 1 else "") +
               f": {batch.metrics['rollout/time_s']:.1f}s, {batch.metrics['rollout/throughput_tok_s']:.0f} tok/s, "

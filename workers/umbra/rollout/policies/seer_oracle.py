@@ -48,12 +48,15 @@ class SeerOraclePolicy(SeerPolicy):
         super().__init__(**options)
 
     def reset(self, groups, capacities, kv=None) -> None:
-        # per group: (true longest, true mean) of its responses, read by _key while reset enqueues
-        self.group_lengths = {}
+        # per request: the length it is ranked by and the one its KV growth is reserved to (read
+        # by _key while reset enqueues): its own, or its group's true longest / mean response
+        self.rank_length, self.final_length = {}, {}
         for g in groups:
-            if g:
-                ls = [self._length(r) for r in g]
-                self.group_lengths[g[0].group_id] = (max(ls), sum(ls) / len(ls))
+            own = [self._length(r) for r in g]
+            longest, mean = max(own, default=0), sum(own) / max(1, len(own))
+            for r, length in zip(g, own):
+                self.rank_length[r.request_id] = {None: length, "max": longest, "mean": mean}[self.group_rank]
+                self.final_length[r.request_id] = length if self.group_rank is None else longest
         super().reset(groups, capacities, kv)
         self.speculative = set()  # no probes: the lengths are known
 
@@ -61,14 +64,8 @@ class SeerOraclePolicy(SeerPolicy):
         return min(r.max_tokens, self.lengths.get(r.request_id, r.max_tokens))
 
     def _final_estimate(self, r: Request) -> int:
-        known = self._length(r) if self.group_rank is None else self.group_lengths[r.group_id][0]
-        return max(known, r.num_generated + 1)
+        return max(self.final_length[r.request_id], r.num_generated + 1)
 
     def _key(self, r: Request) -> tuple:
         # longest first; among equals a started request before a new one (as SeerPolicy)
-        if self.group_rank is None:
-            known = self._length(r)
-        else:
-            longest, mean = self.group_lengths[r.group_id]
-            known = longest if self.group_rank == "max" else mean
-        return (1, -max(known, r.num_generated), 0 if r.num_generated else 1)
+        return (1, -max(self.rank_length[r.request_id], r.num_generated), 0 if r.num_generated else 1)

@@ -104,12 +104,13 @@ def variant(name: str, chunk_tokens: int, kv_block_tokens: int = 1, kv_reserve: 
     return Variant(full_name, "seer", opts, speculation, history and speculation in GROUPED)
 
 
-def chunked_oracle_source(v: Variant) -> bool:
-    """Whether ``v``'s rollout gives the chunked oracles (:data:`ORACLE_VARIANTS`) their lengths on
-    real engines: a seer variant that divides requests into chunks and does not speculate (a
-    chunk's seed follows from its request and position, so every such rollout of the same seeds
-    samples the same tokens; speculation draws other random numbers)."""
-    return v.policy == "seer" and v.options.get("divided", True) and v.speculation is None
+def oracle_length_source(v: Variant, chunked: bool) -> bool:
+    """Whether ``v``'s rollout samples the tokens an oracle of the same epoch will, so its lengths
+    can rank it on real engines: without speculation (it draws other random numbers) and, for
+    the chunked oracles (:data:`ORACLE_VARIANTS`, ``chunked``), in chunks (a chunk's seed follows
+    from its request and position, so every chunked rollout of the same seeds samples the same
+    tokens), for ``oracle-lfs`` whole."""
+    return v.speculation is None and bool(v.options.get("divided", False)) == chunked
 
 
 def policy_names(text: str) -> list[str]:
