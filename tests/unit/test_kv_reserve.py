@@ -1,9 +1,10 @@
-"""The "auto" growth reserve (ours): the estimate reserve where a decode step's cost grows in
+"""The "auto" growth reserve (ours): the adaptive reserve where the previous rollout's responses
+ended far short of ``max_tokens``; else the estimate reserve where a decode step's cost grows in
 proportion to its batch (concurrency buys nothing), the adaptive one where it does not; in
 the policy, and in the simulator from the cluster's step model."""
 from umbra.rollout.policies import SeerPolicy
 from umbra.rollout.policies.kv_ledger import KVBudget, KVLedger
-from umbra.rollout.policies.kv_reserve import batches, choose
+from umbra.rollout.policies.kv_reserve import FILL, batches, choose, fill, over_reserved
 from umbra.rollout.request import make_groups
 from umbra.sim.engine import simulate
 from umbra.sim.step_model import StepModel
@@ -68,6 +69,49 @@ def test_the_simulator_gives_auto_its_step_model():
         chunk_tokens=16, kv_block_tokens=16, growth_reserve="adaptive")
     a, d = simulate(auto_gpu, sim_workload(gpu)), simulate(adaptive, sim_workload(gpu))
     assert auto_gpu.reserve_mode == "adaptive" and a.end_s == d.end_s
+
+
+def test_fill_is_the_finished_requests_mean_share_of_max_tokens():
+    groups = make_groups([[1] * 10], 4, 200, 0)
+    reqs = groups[0]
+    assert fill(reqs) is None  # nothing finished: a run's first rollout
+    for r, n in zip(reqs[:3], (50, 100, 200)):
+        r.add_chunk(0, [1] * n, "stop" if n < 200 else "length", 0.0, 1.0)
+    assert abs(fill(reqs) - (0.25 + 0.5 + 1.0) / 3) < 1e-9  # the unfinished fourth does not count
+    assert not over_reserved(None) and over_reserved(FILL - 0.01) and not over_reserved(FILL)
+
+
+def test_the_previous_rollouts_fill_lowers_the_threshold():
+    # 12.1% cheaper a token at full batch: estimate in a first rollout (under 1.3) ...
+    step = lambda b: 0.150 + 0.0131 * b  # noqa: E731
+    assert choose(step, 36, 129) == "estimate" and choose(step, 36, 129, previous_fill=FILL) == "estimate"
+    # ... adaptive after responses that ended far short of max_tokens
+    assert choose(step, 36, 129, previous_fill=FILL - 0.1) == "adaptive"
+    # a step in proportion to the batch: concurrency buys nothing at any fill
+    assert choose(lambda b: 0.008 * b, 31, 108, previous_fill=0.1) == "estimate"
+
+
+def short_or_long(lengths):
+    # 2 groups x 8 requests of prompt 40 and max_tokens 300 on 2 instances (KV of 8 worst cases);
+    # a step with a fixed part: 1.05-1.3x cheaper a token at the one-chunk batch
+    step = StepModel(c0=0.01, c_seq=0.0081, c_ctx=4e-6, c_prefill=5.4e-4)
+    return Workload("r", [[(40, n) for n in lengths[g * 8:(g + 1) * 8]] for g in range(2)], 300,
+                    Cluster(2, 8 * 340, 64, step))
+
+
+def test_a_previous_rollout_that_ended_far_short_of_max_tokens_chooses_adaptive():
+    p = SeerPolicy(chunk_tokens=16, kv_block_tokens=16)
+    simulate(p, short_or_long([40 + 5 * i for i in range(16)]))  # mean 77.5 of 300: fill 0.26
+    assert p.reserve_mode == "estimate"  # first rollout: the step time alone decides
+    p.tight.add(1)  # as if an earlier adaptive rollout had given up KV there
+    simulate(p, short_or_long([250 + 3 * i for i in range(16)]))
+    assert p.previous_fill < FILL and p.reserve_mode == "adaptive" and 1 not in p.tight
+    simulate(p, short_or_long([250 + 3 * i for i in range(16)]))  # previous fill 0.91
+    assert p.previous_fill > FILL and p.reserve_mode == "estimate"
+    fixed = SeerPolicy(chunk_tokens=16, kv_block_tokens=16, growth_reserve="estimate")
+    simulate(fixed, short_or_long([40 + 5 * i for i in range(16)]))
+    simulate(fixed, short_or_long([40 + 5 * i for i in range(16)]))
+    assert fixed.reserve_mode == "estimate"  # only "auto" weighs the previous rollout
 
 
 def test_variant_reserve_suffix():

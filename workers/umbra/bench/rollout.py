@@ -180,6 +180,8 @@ def run(args: argparse.Namespace) -> int:
               + "".join(f", {k.rsplit('/', 1)[1]} {batch.metrics[k]:.3g}"
                         for k in SPEC_EXTRAS if k in batch.metrics)
               + (f", kv reserve {epochs[v.name][-1]['kv_reserve']}" if "kv_reserve" in epochs[v.name][-1] else "")
+              + (f" (previous fill {epochs[v.name][-1]['previous_fill']:.2f})"
+                 if "previous_fill" in epochs[v.name][-1] else "")
               + (f", lengths as ranked {epochs[v.name][-1]['matched_lengths']} of {len(batch.requests)}"
                  if "matched_lengths" in epochs[v.name][-1] else "")
               + (f", re-prefilled {batch.metrics['rollout/reprefill_tokens']:.0f} tokens "
@@ -208,12 +210,14 @@ def run(args: argparse.Namespace) -> int:
 
 def row(batch, policy=None) -> dict:
     """One rollout's row of the table; a seer policy adds the KV reserve it ran with and, where
-    it chose it ("auto"), the engines' step time it chose by."""
+    it chose it ("auto"), the previous rollout's fill and the engines' step time it chose by."""
     m = batch.metrics
     extra = {}
     if getattr(policy, "ledger", None) is not None:
         extra["kv_reserve"] = str(policy.reserve_mode)
         step = policy.engine_step if policy.growth_reserve == "auto" else None
+        if policy.growth_reserve == "auto" and policy.previous_fill is not None:
+            extra["previous_fill"] = policy.previous_fill  # what "auto" weighed first
         if step is not None:
             extra["engine_step_ms"] = {"c0": 1000 * step.c0, "per_sequence": 1000 * step.c_row}
     return {**extra,

@@ -27,7 +27,20 @@ and has the shorter tail in four runs of five. Where prefill is cheap (a GPU) a 
 1.1-1.3 then costs up to 6% (the sweep's cheap-prefill row). The threshold is not right for
 every workload: at temperature 0.7 and 768 tokens (README, runs w2d and w2e), the probe read 1.13,
 and "estimate" ran at 0.86x and 0.96x verl, where "adaptive" ran at 1.02x with 8% re-prefilled.
-The crossover lies lower where "adaptive" gives up less KV; a rule that weighs that is not built.
+The crossover lies lower where "adaptive" gives up less KV.
+
+So from a run's second rollout on, the previous rollout's lengths move the threshold (ours,
+:func:`over_reserved`): the estimate reserve holds ``max_tokens`` for every resident of a group
+with no finished response, which over-holds the KV most where responses end far short of it.
+In the simulator (256 requests of G = 8, lognormal lengths, ``max_tokens`` 512 and 768, 2-3
+seeds; README), on a step with a fixed part (57 ms + 3.3 ms a sequence, as this machine's
+engines fit), "estimate" ran at 0.87-0.98x "adaptive" wherever the mean response was under
+60% of ``max_tokens``, though "adaptive" re-prefilled up to 18% of the output there;
+0.96-1.00x at 65-70% and 1.01-1.05x at 88%. On a step in proportion to the batch
+(``CPU_SMOLLM2``) the two tied (0.90-1.06x) at every length. So after a rollout whose mean
+length was under :data:`FILL` of ``max_tokens``, "auto" takes "adaptive" wherever concurrency
+buys more than :data:`FILL_TOLERANCE`; in a run's first rollout, where no length is known,
+and after longer ones, the threshold stays :data:`TOLERANCE`.
 """
 from __future__ import annotations
 
@@ -38,14 +51,37 @@ from collections.abc import Callable
 # (ours: the upper end of the simulated crossover at a CPU's prefill cost, above).
 TOLERANCE = 1.3
 
+# The previous rollout's mean response length over ``max_tokens`` below which the estimate
+# reserve over-holds KV by more than adaptive's re-prefill costs (ours: the simulated crossover,
+# above, lies at 0.65-0.7; 0.6 leaves the ties to the probe) ...
+FILL = 0.6
+# ... and the threshold there: concurrency that buys 5% pays for what "adaptive" re-prefills
+FILL_TOLERANCE = 1.05
+
+
+def fill(requests) -> float | None:
+    """The finished ``requests``' mean share of their ``max_tokens`` generated, or None when
+    none finished (a run's first rollout)."""
+    shares = [r.num_generated / r.max_tokens for r in requests if r.done and r.max_tokens]
+    return sum(shares) / len(shares) if shares else None
+
+
+def over_reserved(previous_fill: float | None) -> bool:
+    """Whether the previous rollout's lengths say the estimate reserve would over-hold KV
+    (``previous_fill`` below :data:`FILL`; False without a previous rollout)."""
+    return previous_fill is not None and previous_fill < FILL
+
 
 def choose(step_seconds: Callable[[int], float] | None, worst_case_batch: int, full_batch: int,
-           tolerance: float = TOLERANCE) -> str:
+           tolerance: float | None = None, previous_fill: float | None = None) -> str:
     """``"estimate"`` when a decode step of ``worst_case_batch`` sequences costs at most
     ``tolerance`` times per token what one of ``full_batch`` costs, else ``"adaptive"``
     (also without a step time: concurrency's worth is then unknown, and adaptive is what the
     simulator measured best on the GPU presets). ``step_seconds(batch)``: seconds of one
-    decode step of ``batch`` sequences."""
+    decode step of ``batch`` sequences. ``tolerance`` by default: :data:`FILL_TOLERANCE` where
+    the previous rollout's :func:`fill` was :func:`over_reserved`, else :data:`TOLERANCE`."""
+    if tolerance is None:
+        tolerance = FILL_TOLERANCE if over_reserved(previous_fill) else TOLERANCE
     if step_seconds is None:
         return "adaptive"
     low, high = max(1, worst_case_batch), max(1, full_batch)

@@ -50,8 +50,8 @@ class SeerPolicy(Policy):
       residents (``growth_reserve``, default ``"auto"``): True, one chunk per parked request
       (adaptive gives up 14-20x less KV than it on qwen2-vl-72b in the simulator, and the same
       where it gives up none); ``"auto"``, "estimate" or "adaptive" chosen at each rollout's
-      start from the engine's step time (``engine_step``, set by the driver; adaptive without
-      it): :mod:`~umbra.rollout.policies.kv_reserve`; ``"estimate"``,
+      start from the previous rollout's lengths and the engine's step time (``engine_step``,
+      set by the driver; adaptive without it): :mod:`~umbra.rollout.policies.kv_reserve`; ``"estimate"``,
       what every resident still adds if it ends at its group's estimate (none given up, at
       the cost of concurrency); ``"adaptive"``, one chunk per parked request until the
       instance first has to give up KV, the estimate from then on (kept across the run's
@@ -141,6 +141,8 @@ class SeerPolicy(Policy):
         # True: a history of its own, kept across this object's rollouts (the run's policy object)
         self.length_history = LengthHistory() if length_history is True else (length_history or None)
         self.tight: set[int] = set()  # instances that gave up KV ("adaptive" reserve; kept across rollouts)
+        self.by_id: dict[str, Request] = {}  # this rollout's requests (the last one's until reset)
+        self.previous_fill: float | None = None  # the last rollout's kv_reserve.fill
         # seconds of one decode step of a batch on the engines (``"auto"`` reserve; the driver sets it)
         self.engine_step: Callable[[int], float] | None = None
         self.reserve_mode = growth_reserve  # the reserve in force ("auto" resolved by reset)
@@ -151,6 +153,7 @@ class SeerPolicy(Policy):
         return self.growth_reserve == "auto" and self.chunked
 
     def reset(self, groups, capacities, kv: KVBudget | None = None) -> None:
+        self.previous_fill = kv_reserve.fill(self.by_id.values())
         super().reset(groups, capacities, kv)
         self.ledger = KVLedger(kv) if kv is not None and self.chunked else None
         self.spread = (self.balance_spread or None) if self.balance_spread is not None else (
@@ -184,14 +187,19 @@ class SeerPolicy(Policy):
                 self._enqueue(r)
 
     def _auto_reserve(self, groups) -> str:
-        """The ``"auto"`` reserve's choice for this rollout (ours, :func:`kv_reserve.choose`)."""
+        """The ``"auto"`` reserve's choice for this rollout (ours, :func:`kv_reserve.choose`:
+        the engine's step time, weighed by the previous rollout's lengths)."""
         reqs = [r for g in groups for r in g]
         if not reqs:
             return "adaptive"
         prompt = round(sum(r.prompt_len for r in reqs) / len(reqs))
         worst, full = kv_reserve.batches(self.ledger, self.capacities, prompt, max(r.max_tokens for r in reqs),
                                          self.chunk_tokens)
-        return kv_reserve.choose(self.engine_step, worst, full)
+        mode = kv_reserve.choose(self.engine_step, worst, full, previous_fill=self.previous_fill)
+        if mode == "adaptive" and kv_reserve.over_reserved(self.previous_fill):
+            # starts untight: a tightness learned in a longer rollout would bring "estimate" back
+            self.tight.clear()
+        return mode
 
     # -- buffer ---------------------------------------------------------------
     def _key(self, r: Request) -> tuple:
