@@ -55,7 +55,9 @@ class SeerPolicy(Policy):
       what every resident still adds if it ends at its group's estimate (none given up, at
       the cost of concurrency); ``"adaptive"``, one chunk per parked request until the
       instance first has to give up KV, the estimate from then on (kept across the run's
-      rollouts: an instance that ran out of KV once is short of it in every iteration);
+      rollouts: an instance that ran out of KV once is short of it in every iteration; "auto"
+      forgets it where it chooses adaptive after a rollout of short responses, as
+      :func:`~umbra.rollout.policies.kv_reserve.over_reserved` says);
       False, none.
     - A waiting resident whose growth does not fit gives up the KV of parked requests ranked
       strictly below it on its instance (lowest first; counted in ``kv_given_up``); a new
