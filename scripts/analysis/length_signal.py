@@ -23,18 +23,24 @@ import json
 import statistics
 
 
-def sample(args) -> list[dict]:
-    """``prompts`` x ``group_size`` responses with their sampled tokens' log-probabilities."""
+def load_prompts(args, n: int) -> tuple[str, list[list[int]]]:
+    """The model's folder and the first ``n`` prompts' token ids, as `umbra bench rollout` builds them."""
     from transformers import AutoTokenizer
-    from vllm import LLM, SamplingParams
 
     from umbra.config import PROMPT_BUDGET
     from umbra.data.source import DataSource
     from umbra.models.prepare import model_folder
 
     path = str(model_folder(args.model))
-    data = DataSource.from_dataset(args.data, AutoTokenizer.from_pretrained(path), PROMPT_BUDGET, args.prompts, 0)
-    prompts = [item.token_ids for item in data.items[: args.prompts]]
+    data = DataSource.from_dataset(args.data, AutoTokenizer.from_pretrained(path), PROMPT_BUDGET, n, 0)
+    return path, [item.token_ids for item in data.items[:n]]
+
+
+def sample(args) -> list[dict]:
+    """``prompts`` x ``group_size`` responses with their sampled tokens' log-probabilities."""
+    from vllm import LLM, SamplingParams
+
+    path, prompts = load_prompts(args, args.prompts)
     # as the rollout engines run: no partial prefill (the CPU generator cannot rewind a seed)
     llm = LLM(model=path, dtype="float32", max_model_len=1024, max_num_seqs=128, enforce_eager=True, seed=0,
               enable_chunked_prefill=False, max_num_batched_tokens=4096, enable_prefix_caching=True)
@@ -106,16 +112,9 @@ def report(rows: list[dict], ks: list[int]) -> dict:
 def hidden_probe(rows: list[dict], args, ks: list[int]) -> None:
     """Held-out AUC of a logistic regression on the policy's hidden states (folds by prompt)."""
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM
 
-    from umbra.config import PROMPT_BUDGET
-    from umbra.data.source import DataSource
-    from umbra.models.prepare import model_folder
-
-    path = str(model_folder(args.model))
-    n_groups = max(r["group"] for r in rows) + 1
-    data = DataSource.from_dataset(args.data, AutoTokenizer.from_pretrained(path), PROMPT_BUDGET, n_groups, 0)
-    prompts = [item.token_ids for item in data.items[:n_groups]]
+    path, prompts = load_prompts(args, max(r["group"] for r in rows) + 1)
     model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
     for k in ks:
         alive = [r for r in rows if len(r["tokens"]) > k]
