@@ -138,3 +138,48 @@ def test_sample_pmax_records_what_the_replay_reads(tiny_model_path):
         assert len(toks) == len(top) == len(pm) == 6
         assert [dist[0][1] for dist in top] == pytest.approx(pm)  # the most likely first, p_max
         assert all(len(dist) == 4 and dist[0][1] >= dist[-1][1] for dist in top)
+
+
+def test_history_rounds_seed_each_group_with_its_prompts_earlier_responses():
+    from umbra.bench.draft_agreement import replay_rounds
+
+    text = [10, 11, 12, 13, 14, 15]
+    ps = [0.9, 0.8, 0.7, 0.6, 0.5, 0.4]
+    top = [[(t, p), (t + 1000, 1 - p)] for t, p in zip(text, ps)]
+    other = [20, 21, 22, 23, 24, 25]
+    rounds = [[[(0, text, top)]], [[(0, other, _sure(other))]], [[(0, text, top)]]]
+    got = replay_rounds(rounds, gamma_max=1)
+    assert [r["history"] for r in got] == [0, 1, 2]
+    assert got[0]["group"]["drafted"] == 0  # nothing earlier, one row: nothing to draft from
+    # the third round finds the first round's response in its prompt's history (unbounded) ...
+    assert got[2]["group"]["expected_tokens"][1] == pytest.approx(1 + sum(ps[2:]) / 6)
+    # ... but not when only the most recent earlier response is kept (the second round's)
+    kept = replay_rounds(rounds, gamma_max=1, keep=1)
+    assert [r["history"] for r in kept] == [0, 1, 1]
+    assert kept[2]["group"]["drafted"] == 0
+    # a replay without seeds is the plain replay
+    assert replay_rounds(rounds[:1], gamma_max=1)[0]["group"] == replay(rounds[0], gamma_max=1)["group"]
+
+
+def test_accept_ceiling_rounds_end_to_end_on_the_tiny_model(tiny_model_path, tmp_path, capsys):
+    import argparse
+    import json
+
+    from umbra.bench import accept_ceiling
+
+    p = argparse.ArgumentParser()
+    accept_ceiling.add_arguments(p)
+    out = tmp_path / "rounds.json"
+    args = p.parse_args(["--model", "tiny", "--data", "arith", "--prompts", "2", "--group-size", "3",
+                         "--max-tokens", "16", "--batch", "6", "--temperature", "0.5", "--rounds", "3",
+                         "--json", str(out)])
+    assert accept_ceiling.run(args) == 0
+    got = json.loads(out.read_text())
+    assert got["responses"] == 2 * 3 * 3
+    for key in ("rounds", "rounds_unbounded"):
+        assert [r["history"] for r in got[key]] == [0, 3, 6]  # 8 kept: every earlier response here
+        # each round replays its own responses' positions once
+        assert sum(r["group"]["positions"] for r in got[key]) == got["tokens"]
+    assert "history drafts" in capsys.readouterr().out
+    bad = p.parse_args(["--model", "tiny", "--rounds", "0"])
+    assert accept_ceiling.run(bad) == 2

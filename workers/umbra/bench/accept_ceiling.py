@@ -14,6 +14,10 @@ temperature, no top-k/top-p), records ``p_max`` at every generated position, and
   runs), which a single per-position rate would average away.
 - with ``--drafts``, the same for suffix drafters replayed on those responses
   (:mod:`umbra.bench.draft_agreement`: the group's suffix index, a global one, copying a sample);
+- with ``--rounds R``, history drafts: the same prompts sampled R times (epochs, the policy held
+  fixed) and the group drafter replayed round by round from the prompt's earlier responses
+  (:func:`umbra.bench.draft_agreement.replay_rounds`);
+- ``--engine vllm`` samples on one vLLM engine instead of transformers (:mod:`umbra.bench.pmax_vllm`);
 - ``umbra bench spec-bound --accept-profile`` turns it into a rollout speed-up with the
   machine's step cost; ``--selective`` uses the ``p_max`` kept per position instead (a
   drafter that drafts only where a token pays).
@@ -46,6 +50,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--drafts", action="store_true",
                    help="also replay suffix drafters (the group's, then every response's) on the sampled responses: "
                         "where they draft, how often their token is the most likely one, E(g) (draft_agreement)")
+    p.add_argument("--engine", choices=("transformers", "vllm"), default="transformers",
+                   help="sample with transformers (default) or on one vLLM engine, as the rollout does (its "
+                        "distribution after temperature; many times faster on a CPU at long responses)")
+    p.add_argument("--rounds", type=int, default=1,
+                   help="sample every prompt's group this many times (epochs, the policy held fixed) and replay the "
+                        "group's drafts round by round, each group starting with its prompt's earlier responses "
+                        "(history drafts; implies --drafts)")
 
 
 def sample_pmax(model, prompts: list[list[int]], group_size: int, max_tokens: int, temperature: float,
@@ -99,8 +110,8 @@ def run(args: argparse.Namespace) -> int:
     if not 0.0 < args.temperature <= 2.0:
         print("umbra bench accept-ceiling: --temperature must be within (0, 2]", file=sys.stderr)
         return 2
-    if min(args.prompts, args.group_size, args.max_tokens, args.batch) < 1:
-        print("umbra bench accept-ceiling: --prompts, --group-size, --max-tokens and --batch must be >= 1",
+    if min(args.prompts, args.group_size, args.max_tokens, args.batch, args.rounds) < 1:
+        print("umbra bench accept-ceiling: --prompts, --group-size, --max-tokens, --batch and --rounds must be >= 1",
               file=sys.stderr)
         return 2
     import torch
@@ -117,21 +128,40 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, FileNotFoundError) as exc:
         print(f"umbra bench accept-ceiling: {exc}", file=sys.stderr)
         return 2
-    torch.manual_seed(args.seed)
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
-    eos = model.generation_config.eos_token_id
-    eos = set(eos if isinstance(eos, list) else [eos]) if eos is not None else set()
-    pad = tok.pad_token_id if tok.pad_token_id is not None else next(iter(eos), 0)
     prompts = [item.token_ids for item in data.items[: args.prompts]]
-    print(f"model {args.model}: {len(prompts)} prompts x G={args.group_size}, max_tokens {args.max_tokens}, "
-          f"temperature {args.temperature}", flush=True)
-    record = [] if args.drafts else None
-    pmax = sample_pmax(model, prompts, args.group_size, args.max_tokens, args.temperature, args.batch, eos, pad,
-                       record)
+    if args.engine == "transformers":
+        torch.manual_seed(args.seed)
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
+        eos = model.generation_config.eos_token_id
+        eos = set(eos if isinstance(eos, list) else [eos]) if eos is not None else set()
+        pad = tok.pad_token_id if tok.pad_token_id is not None else next(iter(eos), 0)
+    llm = None
+    print(f"model {args.model}: {len(prompts)} prompts x G={args.group_size}"
+          + (f" x {args.rounds} rounds" if args.rounds > 1 else "")
+          + f", max_tokens {args.max_tokens}, temperature {args.temperature}", flush=True)
+    drafts = args.drafts or args.rounds > 1
+    rounds: list[list] = []
+    pmax = []
+    for r in range(args.rounds):  # a round's groups are numbered by prompt, so history joins them
+        record = [] if drafts else None
+        if args.engine == "vllm":
+            from umbra.bench.pmax_vllm import sample_pmax_vllm
+
+            got, llm = sample_pmax_vllm(path, prompts, args.group_size, args.max_tokens, args.temperature, args.batch,
+                                        args.seed + r, TOP, record, llm)
+            pmax += got
+        else:
+            pmax += sample_pmax(model, prompts, args.group_size, args.max_tokens, args.temperature, args.batch, eos,
+                                pad, record)
+        rounds.append(record)
+    if llm is not None:
+        from umbra.bench.pmax_vllm import close
+
+        close(llm)
     flat = sorted(p for row in pmax for p in row)
     e = expected_tokens(pmax)
     lengths = [len(r) for r in pmax]
-    out = {"model": args.model, "temperature": args.temperature, "responses": len(pmax),
+    out = {"model": args.model, "engine": args.engine, "temperature": args.temperature, "responses": len(pmax),
            "tokens": len(flat), "mean_length": statistics.fmean(lengths),
            "clipped": sum(n >= args.max_tokens for n in lengths) / len(lengths),
            "pmax_mean": statistics.fmean(flat), "pmax_p50": flat[len(flat) // 2],
@@ -145,11 +175,18 @@ def run(args: argparse.Namespace) -> int:
     print("draft length g | E(g) tokens/step (best token drafter) | equivalent per-position rate")
     for g in range(1, len(e)):
         print(f"{g:>14} | {e[g]:>36.2f} | {out['equivalent_rate'][g]:.3f}")
-    if record is not None:
-        from umbra.bench.draft_agreement import print_table, replay
+    if drafts:
+        from umbra.bench.draft_agreement import print_rounds, print_table, replay, replay_rounds
+        from umbra.speculative.history import PER_PROMPT
 
-        out["drafts"] = replay(record, GAMMA_MAX)
+        out["drafts"] = replay(rounds[0], GAMMA_MAX)  # the first round: no history
         print_table(out["drafts"], e)
+        if args.rounds > 1:
+            for key, keep, what in (("rounds", PER_PROMPT, f"the {PER_PROMPT} most recent, as the draft server"),
+                                    ("rounds_unbounded", None, "all of them")):
+                out[key] = replay_rounds(rounds, GAMMA_MAX, keep)
+                print(f"history drafts: each group starts with its prompt's earlier responses ({what} keeps)")
+                print_rounds(out[key], e)
     if args.json_path:
         summary = json.dumps({k: v for k, v in out.items() if k != "pmax"}, indent=2)
         with open(args.json_path, "w") as fh:  # pmax on one compact line: ~7 bytes a position

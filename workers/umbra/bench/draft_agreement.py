@@ -38,7 +38,7 @@ def _prob(top: list[tuple[int, float]], tok: int) -> float:
 
 
 def replay(batches: list[list[tuple[int, list[int], list[list[tuple[int, float]]]]]],
-           gamma_max: int = 8) -> dict[str, dict]:
+           gamma_max: int = 8, seeds: dict | None = None) -> dict[str, dict]:
     """Per drafter (``group``, ``group+global``): ``positions``, ``drafted`` (share of positions
     with a draft), ``argmax`` (share of drafted positions whose first draft token is the most
     likely), ``p_ratio`` (mean ``p(d) / p_max`` of the first draft token where drafted), the
@@ -48,10 +48,16 @@ def replay(batches: list[list[tuple[int, list[int], list[list[tuple[int, float]]
 
     ``batches``: each a list of rows ``(group, tokens, top)``, ``top[t]`` the sampling
     distribution's most likely ``(token, p)`` at position ``t``, most likely first. A group may
-    span batches (its index is kept)."""
+    span batches (its index is kept). ``seeds``: group -> earlier responses its index (and the
+    global one) starts with, as the draft server seeds a group from the prompt's history."""
     tally = {scope: _Tally(gamma_max) for scope in SCOPES}
     groups: dict = {}
     global_index = SuffixIndex()  # every row so far, earlier batches' and this one's
+    for g, responses in (seeds or {}).items():
+        groups[g] = SuffixIndex()
+        for i, toks in enumerate(responses):
+            groups[g].extend(f"h{i}", toks)
+            global_index.extend(f"h{g}-{i}", toks)
     for b, batch in enumerate(batches):
         for g, _, _ in batch:
             groups.setdefault(g, SuffixIndex())
@@ -71,6 +77,26 @@ def replay(batches: list[list[tuple[int, list[int], list[list[tuple[int, float]]
     # sum p^2 per position, chained as the ceiling chains p_max (same positions, same alignment)
     out["copy"] = {"expected_tokens": expected_tokens(
         [[sum(p * p for _, p in dist) for dist in top] for batch in batches for _, _, top in batch], gamma_max)}
+    return out
+
+
+def replay_rounds(rounds: list[list[list[tuple]]], gamma_max: int = 8, keep: int | None = None) -> list[dict]:
+    """History drafts (ours): ``replay`` of each round in turn, a round being the same prompts'
+    groups sampled again (an epoch, the policy held fixed), each group's index starting with
+    the ``keep`` most recent responses its prompt got in earlier rounds (None: all), as
+    :class:`~umbra.speculative.history.ResponseHistory` keeps ``PER_PROMPT`` of them. Per round,
+    ``replay``'s result plus ``history`` (the earlier responses a group starts with, on average)."""
+    earlier: dict = {}
+    out = []
+    for batches in rounds:
+        seeds = {g: (v if keep is None else v[-keep:]) for g, v in earlier.items()}
+        res = replay(batches, gamma_max, seeds)
+        groups = {g for batch in batches for g, _, _ in batch}
+        res["history"] = sum(len(seeds.get(g, ())) for g in groups) / len(groups) if groups else 0.0
+        out.append(res)
+        for batch in batches:
+            for g, toks, _ in batch:
+                earlier.setdefault(g, []).append(toks)
     return out
 
 
@@ -132,3 +158,18 @@ def print_table(drafts: dict, ceiling: list[float]) -> None:
             mid = f"{'-':>9} | {'-':>20} | {'-':>10} | {'-':>27}"
         print(f"{name:>14} | {mid} | " + " ".join(f"{e[g]:.2f}" for g in shown)
               + f" | {equivalent_rate(e[last], last):.3f}")
+
+
+def print_rounds(rounds: list[dict], ceiling: list[float]) -> None:
+    """The group drafter round by round, as history accumulates, beside the best token drafter."""
+    last = len(ceiling) - 1
+    shown = sorted({1, min(4, last), last})
+    es = " ".join(f"E({g})" for g in shown)
+    print(f"{'round':>5} | history a group starts with | drafts at | first token = argmax | {es} | "
+          f"per-position rate (g={last})")
+    for r, res in enumerate(rounds, 1):
+        d, e = res["group"], res["group"]["expected_tokens"]
+        print(f"{r:>5} | {res['history']:>26.1f} | {100 * d['drafted']:8.0f}% | {100 * d['argmax']:19.0f}% | "
+              + " ".join(f"{e[g]:.2f}" for g in shown) + f" | {equivalent_rate(e[last], last):.3f}")
+    print(f"{'best':>5} | {'-':>26} | {'100':>8}% | {'100':>19}% | "
+          + " ".join(f"{ceiling[g]:.2f}" for g in shown) + f" | {equivalent_rate(ceiling[last], last):.3f}")
