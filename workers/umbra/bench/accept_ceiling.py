@@ -142,22 +142,24 @@ def run(args: argparse.Namespace) -> int:
     drafts = args.drafts or args.rounds > 1
     rounds: list[list] = []
     pmax = []
-    for r in range(args.rounds):  # a round's groups are numbered by prompt, so history joins them
-        record = [] if drafts else None
-        if args.engine == "vllm":
-            from umbra.bench.pmax_vllm import sample_pmax_vllm
+    try:
+        for r in range(args.rounds):  # a round's groups are numbered by prompt, so history joins them
+            record = [] if drafts else None
+            if args.engine == "vllm":
+                from umbra.bench.pmax_vllm import sample_pmax_vllm
 
-            got, llm = sample_pmax_vllm(path, prompts, args.group_size, args.max_tokens, args.temperature, args.batch,
-                                        args.seed + r, TOP, record, llm)
-            pmax += got
-        else:
-            pmax += sample_pmax(model, prompts, args.group_size, args.max_tokens, args.temperature, args.batch, eos,
-                                pad, record)
-        rounds.append(record)
-    if llm is not None:
-        from umbra.bench.pmax_vllm import close
+                got, llm = sample_pmax_vllm(path, prompts, args.group_size, args.max_tokens, args.temperature,
+                                            args.batch, args.seed + r, TOP, record, llm)
+                pmax += got
+            else:
+                pmax += sample_pmax(model, prompts, args.group_size, args.max_tokens, args.temperature, args.batch,
+                                    eos, pad, record)
+            rounds.append(record)
+    finally:
+        if llm is not None:
+            from umbra.bench.pmax_vllm import close
 
-        close(llm)
+            close(llm)
     flat = sorted(p for row in pmax for p in row)
     e = expected_tokens(pmax)
     lengths = [len(r) for r in pmax]
