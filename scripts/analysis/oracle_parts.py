@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import statistics
 
 from umbra.rollout.metrics import rollout_metrics
@@ -64,11 +65,11 @@ NAMED = ("static-group", "seer-divided", "seer-no-spec", "oracle-divided")
 
 
 def workload(args, seed: int):
-    step = StepModel.from_json(args.step_model) if args.step_model else CPU_SMOLLM2
+    step = StepModel.from_json(args.step_model) if args.step_model else None
     if args.workload.startswith(lognormal.PREFIX):
-        w = lognormal.workload(args.workload, args.group_size, seed, step)
-    else:
-        w = preset_workload(args.workload, args.group_size, seed, None)
+        w = lognormal.workload(args.workload, args.group_size, seed, step or CPU_SMOLLM2)
+    else:  # a preset: its own step model unless one is given
+        w = preset_workload(args.workload, args.group_size, seed, step)
     return with_cluster(w, args.instances, args.kv_tokens, args.max_batch)
 
 
@@ -97,7 +98,8 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--workload", required=True, help="lognormal:KEY=VALUE,... or a preset")
     p.add_argument("--group-size", type=int, default=8)
-    p.add_argument("--step-model", default=None, help="a step model JSON (default: CPU_SMOLLM2)")
+    p.add_argument("--step-model", default=None,
+                   help="a step model JSON (default: CPU_SMOLLM2 for lognormal, the preset's own for a preset)")
     p.add_argument("--instances", type=int, default=None, help="override the workload's instance count")
     p.add_argument("--kv-tokens", type=int, default=None, help="override KV tokens per instance")
     p.add_argument("--max-batch", type=int, default=None, help="override the most requests per instance")
@@ -106,7 +108,19 @@ def main() -> None:
     p.add_argument("--seeds", type=int, default=6)
     p.add_argument("--json", dest="json_path", default=None)
     args = p.parse_args()
-    per_seed = [one_seed(args, s) for s in range(args.seeds)]
+    given = {"--seeds": args.seeds, "--instances": args.instances, "--kv-tokens": args.kv_tokens,
+             "--max-batch": args.max_batch, "--chunk-tokens": args.chunk_tokens}
+    bad = [flag for flag, v in given.items() if v is not None and v < 1]
+    if bad:
+        raise SystemExit(f"oracle_parts: {', '.join(bad)} must be >= 1")
+    if args.kv_reserve not in ("estimate", "auto"):  # the parts' labels assume a reserve that counts growth
+        raise SystemExit("oracle_parts: --kv-reserve must be estimate or auto")
+    if args.json_path and not os.path.isdir(os.path.dirname(os.path.abspath(args.json_path))):
+        raise SystemExit(f"oracle_parts: --json {args.json_path}: its folder does not exist")
+    try:
+        per_seed = [one_seed(args, s) for s in range(args.seeds)]
+    except (ValueError, OSError) as exc:
+        raise SystemExit(f"oracle_parts: {exc}") from None
     print(f"{args.workload}, seeds 0-{args.seeds - 1}, reserve {args.kv_reserve}; means over seeds (min-max)")
     print(f"{'policy':>14} | throughput vs static-group | tail vs static-group | re-prefilled")
     summary = {}

@@ -183,3 +183,26 @@ def test_accept_ceiling_rounds_end_to_end_on_the_tiny_model(tiny_model_path, tmp
     assert "history drafts" in capsys.readouterr().out
     bad = p.parse_args(["--model", "tiny", "--rounds", "0"])
     assert accept_ceiling.run(bad) == 2
+
+
+@pytest.mark.parametrize("flags, says", [
+    (["--temperature", "0.001"], "--temperature"),  # vLLM would raise it to 0.01 unseen
+    (["--seed", "-1"], "--seed"),
+    (["--seed", str(2**32)], "--seed"),
+    (["--json", "/nonexistent-folder/x.json"], "--json"),
+    (["--max-tokens", "5000"], "positions"),  # the tiny model has 1024
+    (["--model", "/nonexistent-model-folder"], "--model"),
+])
+def test_accept_ceiling_refuses_bad_input_before_sampling(tiny_model_path, tmp_path, capsys, flags, says):
+    import argparse
+
+    from umbra.bench import accept_ceiling
+
+    p = argparse.ArgumentParser()
+    accept_ceiling.add_arguments(p)
+    args = p.parse_args(["--model", "tiny", "--data", "arith", "--prompts", "1", "--group-size", "1",
+                         "--max-tokens", "4", *flags])
+    assert accept_ceiling.run(args) == 2
+    err = capsys.readouterr().err
+    assert says in err and "Traceback" not in err
+    assert "sampled" not in capsys.readouterr().out

@@ -29,11 +29,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 
 from umbra.bench.token_chains import GAMMA_MAX, equivalent_rate, expected_tokens  # noqa: F401 (this bench's API)
 
+MIN_TEMPERATURE = 0.01
 TOP = 4  # --drafts: a draft token's probability is known when it is among the TOP most likely
 
 
@@ -107,15 +109,24 @@ def sample_pmax(model, prompts: list[list[int]], group_size: int, max_tokens: in
 
 def run(args: argparse.Namespace) -> int:
     """Print the table; returns the exit code (2 on bad input)."""
-    if not 0.0 < args.temperature <= 2.0:
-        print("umbra bench accept-ceiling: --temperature must be within (0, 2]", file=sys.stderr)
+    # vLLM raises a temperature below 0.01 to 0.01: both engines measure the same only above it
+    if not MIN_TEMPERATURE <= args.temperature <= 2.0:
+        print(f"umbra bench accept-ceiling: --temperature must be within [{MIN_TEMPERATURE}, 2]", file=sys.stderr)
+        return 2
+    if not 0 <= args.seed < 2**32:
+        print("umbra bench accept-ceiling: --seed must be within [0, 2**32)", file=sys.stderr)
+        return 2
+    if args.json_path and (os.path.isdir(args.json_path)
+                           or not os.path.isdir(os.path.dirname(os.path.abspath(args.json_path)))):
+        print(f"umbra bench accept-ceiling: cannot write --json {args.json_path}: not a file in an existing folder",
+              file=sys.stderr)
         return 2
     if min(args.prompts, args.group_size, args.max_tokens, args.batch, args.rounds) < 1:
         print("umbra bench accept-ceiling: --prompts, --group-size, --max-tokens, --batch and --rounds must be >= 1",
               file=sys.stderr)
         return 2
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
     from umbra.config import PROMPT_BUDGET
     from umbra.data.source import DataSource
@@ -125,10 +136,23 @@ def run(args: argparse.Namespace) -> int:
         path = str(model_folder(args.model))
         tok = AutoTokenizer.from_pretrained(path)
         data = DataSource.from_dataset(args.data, tok, PROMPT_BUDGET, args.prompts, args.seed)
-    except (ValueError, FileNotFoundError) as exc:
+        positions = AutoConfig.from_pretrained(path).max_position_embeddings
+    except FileNotFoundError as exc:  # the --data file
         print(f"umbra bench accept-ceiling: {exc}", file=sys.stderr)
         return 2
+    except ValueError as exc:
+        print(f"umbra bench accept-ceiling: {exc}", file=sys.stderr)
+        return 2
+    except OSError:  # transformers: neither a model folder nor a name it can fetch (offline)
+        print(f"umbra bench accept-ceiling: --model {args.model}: not 'tiny', 'smollm2' or a model folder",
+              file=sys.stderr)
+        return 2
     prompts = [item.token_ids for item in data.items[: args.prompts]]
+    longest = max(len(p) for p in prompts) + args.max_tokens
+    if longest > positions:
+        print(f"umbra bench accept-ceiling: the longest prompt plus --max-tokens is {longest} tokens, beyond the "
+              f"model's {positions} positions", file=sys.stderr)
+        return 2
     if args.engine == "transformers":
         torch.manual_seed(args.seed)
         model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
