@@ -137,10 +137,7 @@ def run(args: argparse.Namespace) -> int:
         tok = AutoTokenizer.from_pretrained(path)
         data = DataSource.from_dataset(args.data, tok, PROMPT_BUDGET, args.prompts, args.seed)
         positions = AutoConfig.from_pretrained(path).max_position_embeddings
-    except FileNotFoundError as exc:  # the --data file
-        print(f"umbra bench accept-ceiling: {exc}", file=sys.stderr)
-        return 2
-    except ValueError as exc:
+    except (ValueError, FileNotFoundError) as exc:  # FileNotFoundError: the --data file
         print(f"umbra bench accept-ceiling: {exc}", file=sys.stderr)
         return 2
     except OSError:  # transformers: neither a model folder nor a name it can fetch (offline)

@@ -141,11 +141,16 @@ class _Tally:
                 "expected_tokens": [x / n if n else 1.0 for x in self.e]}
 
 
-def print_table(drafts: dict, ceiling: list[float]) -> None:
-    """The drafters beside the best token drafter (``ceiling``: its ``E(0..gamma_max)``)."""
+def _columns(ceiling: list[float]) -> tuple[int, list[int], str]:
+    """The longest draft length, the draft lengths shown and their header."""
     last = len(ceiling) - 1
     shown = sorted({1, min(4, last), last})
-    es = " ".join(f"E({g})" for g in shown)
+    return last, shown, " ".join(f"E({g})" for g in shown)
+
+
+def print_table(drafts: dict, ceiling: list[float]) -> None:
+    """The drafters beside the best token drafter (``ceiling``: its ``E(0..gamma_max)``)."""
+    last, shown, es = _columns(ceiling)
     print(f"{'drafter':>14} | drafts at | first token = argmax | p(d)/p_max | at p_max>=0.9: drafts, argmax | "
           f"{es} | per-position rate (g={last}; spec-bound --accept-rate)")
     rows = [("best token", {"expected_tokens": ceiling})] + [(s, drafts[s]) for s in (*SCOPES, "copy")]
@@ -162,9 +167,7 @@ def print_table(drafts: dict, ceiling: list[float]) -> None:
 
 def print_rounds(rounds: list[dict], ceiling: list[float]) -> None:
     """The group drafter round by round, as history accumulates, beside the best token drafter."""
-    last = len(ceiling) - 1
-    shown = sorted({1, min(4, last), last})
-    es = " ".join(f"E({g})" for g in shown)
+    last, shown, es = _columns(ceiling)
     print(f"{'round':>5} | history a group starts with | drafts at | first token = argmax | {es} | "
           f"per-position rate (g={last})")
     for r, res in enumerate(rounds, 1):
