@@ -30,6 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
     from umbra.bench import rollout as bench_rollout
     from umbra.bench import spec_bound as bench_spec_bound
     from umbra.bench import spec_cost as bench_spec_cost
+    from umbra.bench import tail_anatomy as bench_tail
     from umbra.bench import train as bench_train
     from umbra.client import commands as client_commands
     from umbra.client.version import package_version
@@ -52,6 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
         "spec-bound", help="the most an oracle drafter could speed up a recorded rollout on this machine"))
     bench_accept_ceiling.add_arguments(bench_sub.add_parser(
         "accept-ceiling", help="tokens per step the best token drafter could get verified on the policy's responses"))
+    bench_tail.add_arguments(bench_sub.add_parser(
+        "tail", help="where a recorded rollout's tail time goes: late starts, parked requests, one instance alone"))
     sim_cli.add_arguments(sub.add_parser("sim", help="simulate rollout policies on a preset or trace workload"))
     client_commands.register(sub)
     return parser
@@ -85,10 +88,11 @@ def main(argv: list[str] | None = None) -> int:
         from umbra.bench import rollout as bench_rollout
         from umbra.bench import spec_bound as bench_spec_bound
         from umbra.bench import spec_cost as bench_spec_cost
+        from umbra.bench import tail_anatomy as bench_tail
         from umbra.bench import train as bench_train
 
         return {"profile": bench_profile, "train": bench_train, "spec-cost": bench_spec_cost,
-                "spec-bound": bench_spec_bound, "accept-ceiling": bench_accept_ceiling}.get(
+                "spec-bound": bench_spec_bound, "accept-ceiling": bench_accept_ceiling, "tail": bench_tail}.get(
             args.bench, bench_rollout).run(args)
 
     if args.command == "prepare-model":

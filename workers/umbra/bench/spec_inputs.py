@@ -11,7 +11,9 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator
 
-Seconds = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+# strict: a JSON number only (no "10.5", no true); bounded, so sums over a trace stay finite
+Seconds = Annotated[float, Field(ge=0, le=1e9, allow_inf_nan=False, strict=True)]
+Count = Annotated[int, Field(ge=0, strict=True)]
 MAX_BYTES = {"cost": 10_000_000, "profile": 10_000_000, "trace": 500_000_000}
 
 
@@ -127,15 +129,26 @@ class Record(BaseModel):
     model_config = ConfigDict(extra="ignore")
     policy: str | None = None
     finish_s: Seconds
-    chunks: list[tuple[StrictInt, Seconds, Seconds, StrictInt]]
+    group: StrictInt | None = None
+    finish_reason: str | None = None  # "length": clipped at max_tokens
+    chunks: list[tuple[Count, Seconds, Seconds, Count]]
 
     @field_validator("chunks")
     @classmethod
     def _ordered(cls, v):
-        for _, start, finish, _ in v:
+        for n, (_, start, finish, _) in enumerate(v):
             if finish < start:
                 raise ValueError("a chunk finishes before it starts")
+            if n and start < v[n - 1][1]:
+                raise ValueError("a chunk starts before the request's previous chunk")
         return v
+
+
+def _validation_message(exc: ValidationError) -> str:
+    """The first error with the field it is about (``chunks.3.1: ...``)."""
+    err = exc.errors()[0]
+    where = ".".join(str(x) for x in err.get("loc", ()))
+    return f"{where}: {err['msg']}" if where else err["msg"]
 
 
 def load_trace(path: str, policy: str) -> list[dict]:
@@ -154,7 +167,7 @@ def load_trace(path: str, policy: str) -> list[dict]:
                         continue
                     out.append(Record.model_validate(raw).model_dump())
                 except (ValueError, RecursionError) as exc:
-                    msg = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else str(exc)[:200]
+                    msg = _validation_message(exc) if isinstance(exc, ValidationError) else str(exc)[:200]
                     raise ValueError(f"{path}, line {n}: not a trace record ({msg})") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ValueError(f"{path}: {str(exc)[:200]}") from None
