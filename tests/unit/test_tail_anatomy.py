@@ -89,7 +89,11 @@ def test_the_trace_is_never_overwritten_and_odd_policy_lists_are_refused(tmp_pat
     assert "| a\\|b | 21.2 |" in capsys.readouterr().out
 
 
-def test_a_tail_request_without_chunks_prints_no_start(tmp_path, capsys):
-    recs = [{"policy": "a", **r} for r in _trace()] + [{"policy": "a", "finish_s": 31.0, "chunks": []}]
-    assert main(["bench", "tail", "--trace", _write(tmp_path / "t.jsonl", recs)]) == 0
-    assert "| a |" in capsys.readouterr().out
+def test_a_request_without_chunks_is_refused_and_messages_stay_on_one_line(tmp_path, capsys):
+    recs = [{"policy": "a\nb", **r} for r in _trace()] + [{"policy": "a\nb", "finish_s": 31.0, "chunks": []}]
+    path = _write(tmp_path / "t.jsonl", recs)
+    assert main(["bench", "tail", "--trace", path]) == 2
+    err = capsys.readouterr().err
+    assert "has no chunk" in err and err.count("\n") == 1
+    assert main(["bench", "tail", "--trace", path, "--json", str(tmp_path)]) == 2
+    assert "is a folder" in capsys.readouterr().err

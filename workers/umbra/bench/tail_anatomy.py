@@ -40,12 +40,14 @@ def _parked(chunks: list) -> list[tuple[float, float]]:
 
 def anatomy(records: list[dict], frac: float = FRAC) -> dict:
     """The tail of one policy's requests (``load_trace`` records; seconds from the rollout's
-    start). Raises ValueError with fewer than two requests, or for a request whose finish is
-    not its last chunk's end."""
+    start). Raises ValueError with fewer than two requests, or for a request without chunks
+    or whose finish is not its last chunk's end."""
     if len(records) < 2:
         raise ValueError("a tail needs at least two requests")
     for r in records:
-        if r["chunks"] and abs(r["finish_s"] - r["chunks"][-1][2]) > SLACK_S:
+        if not r["chunks"]:
+            raise ValueError(f"a request finishing at {r['finish_s']:.1f} s has no chunk")
+        if abs(r["finish_s"] - r["chunks"][-1][2]) > SLACK_S:
             raise ValueError(f"a request finishes at {r['finish_s']:.1f} s but its last chunk ends at "
                              f"{r['chunks'][-1][2]:.1f} s")
     ordered = sorted(records, key=lambda r: r["finish_s"])
@@ -60,14 +62,14 @@ def anatomy(records: list[dict], frac: float = FRAC) -> dict:
     for r in records:
         for c in r["chunks"]:
             last[c[0]] = max(last[c[0]], c[2])
-    starts = [r["chunks"][0][1] for r in tail if r["chunks"]]
+    starts = [r["chunks"][0][1] for r in tail]
     waits = [sum(b - a for a, b in _parked(r["chunks"])) for r in tail]
     ends = sorted(last.values())
     return {
         "requests": len(records), "tail_s": t1 - t0, "tail_from_s": t0, "tail_requests": len(tail),
         "tail_clipped": sum(r.get("finish_reason") == "length" for r in tail),
         "tail_groups": len({r.get("group") for r in tail}) if all(r.get("group") is not None for r in tail) else None,
-        "tail_first_start_s": [min(starts), max(starts)] if starts else None,
+        "tail_first_start_s": [min(starts), max(starts)],
         "tail_parked_s_mean": statistics.fmean(waits), "tail_parked_s_max": max(waits),
         "window_decoding_request_s": decoding, "window_parked_request_s": parked,
         "instance_last_finish_s": {str(i): t for i, t in sorted(last.items())},
@@ -89,10 +91,15 @@ def _policies(path: str) -> list[str]:
     return list(seen)
 
 
+def _line(text: str) -> str:
+    """``text`` on one printable line (no control characters, no lone surrogates)."""
+    text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return " ".join("".join(c if c.isprintable() else " " for c in text).split())
+
+
 def _cell(text: str) -> str:
     """``text`` fit for one cell of the printed table."""
-    text = text.encode("utf-8", "backslashreplace").decode("utf-8")
-    return " ".join(text.replace("|", "\\|").split()) or '""'
+    return _line(text).replace("|", "\\|") or '""'
 
 
 def _policy_names(args) -> list[str]:
@@ -113,6 +120,8 @@ def _check_json_path(args) -> None:
     target = os.path.abspath(args.json_path)
     if os.path.isdir(target) or not os.path.isdir(os.path.dirname(target)):
         raise ValueError(f"--json: {args.json_path} is a folder or its folder does not exist")
+    if os.path.exists(target) and not os.path.isfile(target):
+        raise ValueError(f"--json: {args.json_path} is not a regular file")
     if os.path.exists(target) and os.path.exists(args.trace) and os.path.samefile(target, args.trace):
         raise ValueError("--json names the trace itself; it would be overwritten")
 
@@ -130,16 +139,16 @@ def run(args: argparse.Namespace) -> int:
             try:
                 out[name] = anatomy(load_trace(args.trace, name))
             except ValueError as exc:
-                raise ValueError(f"policy {_cell(name)}: {exc}") from None
+                raise ValueError(f"policy {name}: {exc}") from None
     except (ValueError, OSError) as exc:
-        print(f"umbra bench tail: {exc}", file=sys.stderr)
+        print(f"umbra bench tail: {_line(str(exc))}", file=sys.stderr)
         return 2
     print("| policy | tail s | from s | clipped in the tail | tail's first chunks started | tail's time parked, "
           "mean / max | window: request-s decoding / parked | instances' last chunk ends |")
     print("|---|---|---|---|---|---|---|---|")
     for name, a in out.items():
         first = a["tail_first_start_s"]
-        started = f"{first[0]:.1f}-{first[1]:.1f} s" if first else "-"
+        started = f"{first[0]:.1f}-{first[1]:.1f} s"
         print(f"| {_cell(name)} | {a['tail_s']:.1f} | {a['tail_from_s']:.1f} | {a['tail_clipped']} of "
               f"{a['tail_requests']} | {started} | {a['tail_parked_s_mean']:.1f} / {a['tail_parked_s_max']:.1f} s | "
               f"{a['window_decoding_request_s']:.0f} / {a['window_parked_request_s']:.0f} | "
@@ -149,6 +158,7 @@ def run(args: argparse.Namespace) -> int:
             with open(args.json_path, "w") as fh:
                 json.dump({"trace": args.trace, "policies": out}, fh, indent=1)
         except OSError as exc:
-            print(f"umbra bench tail: cannot write --json {args.json_path}: {exc.strerror or exc}", file=sys.stderr)
+            print(_line(f"umbra bench tail: cannot write --json {args.json_path}: {exc.strerror or exc}"),
+                  file=sys.stderr)
             return 1
     return 0
