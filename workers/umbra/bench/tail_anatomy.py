@@ -138,8 +138,8 @@ def run(args: argparse.Namespace) -> int:
         for name in _policy_names(args):
             try:
                 out[name] = anatomy(load_trace(args.trace, name))
-            except ValueError as exc:
-                raise ValueError(f"policy {name}: {exc}") from None
+            except ValueError as exc:  # load_trace's messages name the policy already
+                raise (exc if f"policy {name}" in str(exc) else ValueError(f"policy {name}: {exc}")) from None
     except (ValueError, OSError) as exc:
         print(f"umbra bench tail: {_line(str(exc))}", file=sys.stderr)
         return 2
