@@ -18,6 +18,8 @@ import statistics
 import sys
 from collections import defaultdict
 
+from umbra.rollout.metrics import tail_window
+
 FRAC = 0.1  # the tail's share of requests, as the rollout metrics count it
 SLACK_S = 1.0  # a request's finish and its last chunk's end: the same moment, up to clocks
 
@@ -50,10 +52,9 @@ def anatomy(records: list[dict], frac: float = FRAC) -> dict:
         if abs(r["finish_s"] - r["chunks"][-1][2]) > SLACK_S:
             raise ValueError(f"a request finishes at {r['finish_s']:.1f} s but its last chunk ends at "
                              f"{r['chunks'][-1][2]:.1f} s")
+    t0, t1 = tail_window(0.0, [r["finish_s"] for r in records], frac)
     ordered = sorted(records, key=lambda r: r["finish_s"])
-    head = max(1, int(len(ordered) * (1 - frac)))
-    t0, t1 = ordered[head - 1]["finish_s"], ordered[-1]["finish_s"]
-    tail = ordered[head:]
+    tail = ordered[int(len(ordered) * (1 - frac)):]
     decoding = parked = 0.0
     for r in records:
         decoding += sum(_overlap(c[1], c[2], t0, t1) for c in r["chunks"])

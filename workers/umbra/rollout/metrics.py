@@ -19,12 +19,18 @@ def tail_time(start_s: float, finishes: list[float], frac: float = 0.1) -> float
     Args: rollout start and per-request finish times (wall-clock seconds).
     Raises ValueError on an empty list.
     """
+    head_done, last = tail_window(start_s, finishes, frac)
+    return last - head_done
+
+
+def tail_window(start_s: float, finishes: list[float], frac: float = 0.1) -> tuple[float, float]:
+    """``(when 1 - frac of requests had finished, the last finish)``: the window
+    :func:`tail_time` measures. Raises ValueError on an empty list."""
     if not finishes:
         raise ValueError("no finished requests")
     ordered = sorted(finishes)
     head = int(len(ordered) * (1 - frac))
-    head_done = ordered[head - 1] if head > 0 else start_s
-    return ordered[-1] - head_done
+    return (ordered[head - 1] if head > 0 else start_s), ordered[-1]
 
 
 def busy_seconds(intervals: list[tuple[float, float]]) -> float:
