@@ -1,5 +1,7 @@
 """Grouped speculative decoding, pure parts: suffix index vs a brute-force matcher,
 draft bounds, acceptance statistics and the adaptive draft length (Alg. 1)."""
+import random
+
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -80,6 +82,39 @@ def test_step_cost_fit_recovers_rows_and_drafts_apart():
             c.observe(rows, drafts, 0.08 + 0.004 * rows + 0.007 * drafts)
     assert abs(c.c0 - 0.08) < 1e-6 and abs(c.c_row - 0.004) < 1e-8 and abs(c.c_draft - 0.007) < 1e-8
     assert abs(c.seconds(10, 2) - (0.08 + 0.04 + 0.14)) < 1e-6
+
+
+def test_step_cost_fit_separates_attention_over_the_context_from_rows_and_drafts():
+    """A rollout's rows shrink while their contexts grow. Without a context term the fit read
+    that as a large fixed cost and a cheap row, and the drafting steps' residual (their own
+    attention over the context, and that bias) as a draft token three times its cost."""
+    c0, row, ctx_tok, draft = 0.065, 0.0018, 9e-6, 0.002
+    c = StepCost(decay=0.99)
+    rng = random.Random(0)
+    rows, per_row = 60, 150.0
+    for step in range(1500):
+        if step % 25 == 0 and rows > 4:
+            rows -= 2  # requests finish; the rest keep growing
+        per_row = per_row + 1 if per_row < 700 else rng.uniform(150, 300)  # a new chunk's context
+        context = rows * per_row
+        d = 2 * rows if step % 5 == 0 else 0
+        t = c0 + row * rows + ctx_tok * (context + d * per_row) + draft * d
+        c.observe(rows, d, t * (1 + rng.uniform(-0.02, 0.02)), context, d * per_row)
+    assert abs(c.c_ctx - ctx_tok) < 1.5e-6 and abs(c.c_row - row) < 4e-4 and abs(c.c0 - c0) < 0.02
+    assert abs(c.c_draft - draft) < 1e-3
+    # at 13 rows of 500 tokens a draft token costs its forward pass plus its attention: ~6.5 ms
+    assert abs(c.draft_token_seconds(500) - (draft + ctx_tok * 500)) < 1.5e-3
+    # and Alg. 1 drafts there at acceptance 0.8, not at 60 rows
+    good = AcceptanceStats(8, prior=0.8)
+    assert choose_draft_length(13, good, c.at(13 * 500)) > 0
+    assert choose_draft_length(60, good, c.at(60 * 500)) == 0
+
+
+def test_step_cost_without_context_keeps_the_context_term_at_its_prior():
+    c = StepCost(decay=1.0, c_ctx=0.0)
+    for rows in range(4, 64, 4):
+        c.observe(rows, 0, 0.08 + 0.004 * rows)
+    assert c.c_ctx == 0.0 and abs(c.c_row - 0.004) < 1e-6 and abs(c.seconds(10, 0, 5000) - 0.12) < 1e-5
 
 
 def test_drafting_steps_at_small_batches_do_not_bend_the_per_row_cost():
@@ -208,7 +243,7 @@ def test_step_cost_is_fitted_on_decode_steps_of_the_same_requests_only():
     buf = np.zeros((2, 16), dtype=np.int64)
     buf[:, :3] = [1, 2, 5]
     seen = []
-    prop.cost.observe = lambda rows, drafts, seconds: seen.append(rows)
+    prop.cost.observe = lambda rows, drafts, seconds, context, draft_context: seen.append((rows, context))
     prop.propose([[5]], np.array([3]), buf)            # first call: nothing to time
     prop.propose([[6]], np.array([4]), buf)            # same request: a decode step
     batch.req_ids = ["g1-r1-0-v0-aaaa", "g1-r2-0-v0-bbbb"]
@@ -216,4 +251,4 @@ def test_step_cost_is_fitted_on_decode_steps_of_the_same_requests_only():
     prop.propose([[8], [6]], np.array([6, 4]), buf)    # decode again
     batch.req_ids = ["g1-r2-0-v0-bbbb"]
     prop.propose([[7]], np.array([5]), buf)            # one finished: still a decode step
-    assert seen == [1, 2, 2]
+    assert seen == [(1, 3), (2, 8), (2, 10)]  # the timed step's rows and their context tokens

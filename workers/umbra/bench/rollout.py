@@ -20,7 +20,7 @@ FIELDS = ("rollout_time_s", "throughput_tok_s", "tail_time_s", "accept_len", "pr
           "migrations", "kv_given_up", "reprefill_tokens", "draft_tokens", "decode_tok_s")
 MAX_EPOCHS = 100
 SPEC_EXTRAS = ("rollout/spec/drafting_steps_frac", "rollout/spec/step_cost_ms", "rollout/spec/row_cost_ms",
-               "rollout/spec/draft_cost_ms",
+               "rollout/spec/context_cost_us", "rollout/spec/draft_cost_ms",
                "rollout/spec/history_mb", "rollout/spec/seeded_groups")
 RATIOS = ("throughput_vs_verl", "tail_vs_verl", "throughput_vs_static", "tail_vs_static")
 

@@ -202,7 +202,8 @@ class RolloutManager:
         ``rollout/spec/history_prompts`` and ``rollout/spec/seeded_groups`` (groups of this
         rollout that started with earlier responses to their prompt); and Alg. 1's view on the
         engines: ``rollout/spec/drafting_steps_frac`` and its step-cost fit ``rollout/spec/step_cost_ms``
-        + ``row_cost_ms`` per row + ``draft_cost_ms`` per verified draft token."""
+        + ``row_cost_ms`` per row + ``context_cost_us`` per context token + ``draft_cost_ms`` per verified
+        draft token."""
         import ray
 
         s = ray.get(self.draft_server.stats.remote())
@@ -213,8 +214,9 @@ class RolloutManager:
         if counters:  # Alg. 1: how often it drafted, and the step cost it saw (mean over instances)
             steps = sum(c["steps"] for c in counters)
             out["rollout/spec/drafting_steps_frac"] = sum(c["drafting_steps"] for c in counters) / steps if steps else 0.0
-            for key, name in (("c0_s", "step_cost_ms"), ("row_s", "row_cost_ms"), ("draft_s", "draft_cost_ms")):
-                out[f"rollout/spec/{name}"] = 1000 * sum(c[key] for c in counters) / len(counters)
+            for key, name, scale in (("c0_s", "step_cost_ms", 1e3), ("row_s", "row_cost_ms", 1e3),
+                                     ("context_token_s", "context_cost_us", 1e6), ("draft_s", "draft_cost_ms", 1e3)):
+                out[f"rollout/spec/{name}"] = scale * sum(c.get(key, 0.0) for c in counters) / len(counters)
         return out
 
     def load_weights(self, source, version: int, only: list[int] | None = None) -> list:

@@ -47,16 +47,19 @@ class GroupedSuffixProposer:
         self.last: dict = {}  # row key (request id, or (group, context length, last token)) -> draft length
         self.last_time: float | None = None
         self.last_drafts = 0
+        self.last_context = 0.0  # the last call's rows' context tokens
+        self.last_draft_context = 0.0  # its drafts' rows' context, summed per draft token
         self.rows_before: set = set()  # the request ids of the last call's rows
         self.steps = self.drafting_steps = 0  # calls since the last ``take_counters``
 
     def take_counters(self) -> dict[str, float]:
         """What Alg. 1 saw and chose since the last call: ``steps`` (with a registered group),
-        ``drafting_steps`` (some row got a draft), its step-cost fit ``c0_s``, ``row_s`` and ``draft_s``
-        (seconds per step, per row and per verified draft token), and ``accept_rate_1`` (first
-        draft position)."""
+        ``drafting_steps`` (some row got a draft), its step-cost fit ``c0_s``, ``row_s``,
+        ``context_token_s`` and ``draft_s`` (seconds per step, per row, per context token attended
+        and per verified draft token), and ``accept_rate_1`` (first draft position)."""
         out = {"steps": float(self.steps), "drafting_steps": float(self.drafting_steps), "c0_s": self.cost.c0,
-               "row_s": self.cost.c_row, "draft_s": self.cost.c_draft, "accept_rate_1": self.stats.rate[0]}
+               "row_s": self.cost.c_row, "draft_s": self.cost.c_draft, "context_token_s": self.cost.c_ctx,
+               "accept_rate_1": self.stats.rate[0]}
         self.steps = self.drafting_steps = 0
         return out
 
@@ -103,7 +106,8 @@ class GroupedSuffixProposer:
         # decode steps of the same requests are fitted (a request that entered was prefilled
         # in it; prefill tokens cost less each than decode ones).
         if self.last_time is not None and req_ids is not None and self.rows_before.issuperset(req_ids):
-            self.cost.observe(len(self.rows_before), self.last_drafts, now - self.last_time)
+            self.cost.observe(len(self.rows_before), self.last_drafts, now - self.last_time,
+                              self.last_context, self.last_draft_context)
         if self.last:  # verdicts on last step's drafts
             if req_ids is None:
                 groups = self._groups(rows, None, num_tokens_no_spec, token_ids_cpu)
@@ -120,14 +124,18 @@ class GroupedSuffixProposer:
                 if prev:
                     self._verdict(prev, sampled - 1)
             self.last.clear()  # rows that ended mid-draft leave stale entries
-        drafts, gamma = self._draft(rows, req_ids, groups, sampled_token_ids, num_tokens_no_spec, token_ids_cpu)
+        context = [int(num_tokens_no_spec[i]) for i in range(rows)]
+        drafts, gamma = self._draft(rows, req_ids, groups, sampled_token_ids, context, token_ids_cpu)
         self.steps += 1
         self.last_drafts = sum(len(d) for d in drafts)
+        self.last_context = float(sum(context))
+        self.last_draft_context = float(sum(len(d) * n for d, n in zip(drafts, context)))
         if _TRACE:
             with open(f"{_TRACE}.{os.getpid()}", "a") as fh:
                 fh.write(json.dumps({"t": now, "rows": rows, "gamma": gamma, "drafted": self.last_drafts,
-                                     "sampled": sum(len(x) for x in sampled_token_ids), "c0": self.cost.c0,
-                                     "c1": self.cost.c_row, "cd": self.cost.c_draft,
+                                     "sampled": sum(len(x) for x in sampled_token_ids),
+                                     "ctx": self.last_context, "c0": self.cost.c0,
+                                     "c1": self.cost.c_row, "cctx": self.cost.c_ctx, "cd": self.cost.c_draft,
                                      "rate": [round(r, 3) for r in self.stats.rate[:4]]}) + "\n")
         self.last_time, self.rows_before = now, set(req_ids or ())
         self.drafting_steps += self.last_drafts > 0
@@ -160,8 +168,8 @@ class GroupedSuffixProposer:
         draft from its group's suffix index up to it; records ``self.last``. Returns
         ``(drafts, gamma)``."""
         drafts: list[list[int]] = [[] for _ in range(rows)]
-        gamma = choose_draft_length(rows, self.stats, self.cost, self.gamma_max)
-        if gamma:  # speculation off costs one cost-model update per step, nothing per row
+        gamma = choose_draft_length(rows, self.stats, self.cost.at(sum(num_tokens)), self.gamma_max)
+        if gamma:  # speculation off costs a cost-model update and the rows' context lengths per step
             groups, ok = self._rows_to_draft(rows, req_ids, groups, sampled_token_ids, num_tokens, token_ids_cpu)
             for i in ok:
                 ctx = self._context(i, num_tokens, token_ids_cpu)
@@ -200,8 +208,10 @@ class TokenBudgetProposer(GroupedSuffixProposer):
         if self.cost.n < 8 or self.since_plain >= self.PLAIN_EVERY:
             self.since_plain = 0
             return drafts, 0
-        c_step = self.cost.seconds(rows, 0)
-        if c_step <= rows * self.cost.c_draft:  # even a sure draft token cannot pay: no per-row work
+        context = sum(num_tokens)
+        c_step = self.cost.seconds(rows, 0, context)
+        c_token = self.cost.draft_token_seconds(context / max(rows, 1))
+        if c_step <= rows * c_token:  # even a sure draft token cannot pay: no per-row work
             return drafts, 0
         groups, ok = self._rows_to_draft(rows, req_ids, groups, sampled_token_ids, num_tokens, token_ids_cpu)
         scored, chains = [], []
@@ -211,7 +221,7 @@ class TokenBudgetProposer(GroupedSuffixProposer):
             bins = [self.confidence.bin(agree, total) for _, agree, total in cand]
             scored.append((i, ctx, cand, bins))
             chains.append(chain([self.confidence.rate(b) for b in bins]))
-        lengths = allocate(chains, rows, c_step, self.cost.c_draft, self.gamma_max)
+        lengths = allocate(chains, rows, c_step, c_token, self.gamma_max)
         for (i, ctx, cand, bins), g in zip(scored, lengths):
             if g:
                 self.last[self._key(i, req_ids, groups, num_tokens, ctx)] = bins[:g]

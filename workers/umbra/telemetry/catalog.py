@@ -112,6 +112,9 @@ METRICS: tuple[Metric, ...] = (
     _m("rollout/spec/row_cost_ms", SPEC, "row cost", "ms", "none",
        "Alg. 1's fit of the cost of each row (request) of a step, measured on the running engines",
        dashboard=False),
+    _m("rollout/spec/context_cost_us", SPEC, "context token cost", "us", "none",
+       "Alg. 1's fit of the cost of each context token a row or draft token attends over, measured on the "
+       "running engines", dashboard=False),
     _m("rollout/spec/draft_cost_ms", SPEC, "draft token cost", "ms", "none",
        "Alg. 1's fit of the cost of each draft token a step verifies, measured on the running engines",
        dashboard=False),
