@@ -70,7 +70,9 @@ def two_node_cluster(ray_cluster, tmp_path_factory):
         [str(VENV_BIN / "ray"), "start", f"--address={ray_cluster['gcs']}", "--block", "--num-cpus=2",
          "--object-store-memory=300000000", "--disable-usage-stats",
          f"--resources={json.dumps({WORKER_RESOURCE: 1})}", f"--temp-dir={temp}", *_node_ports()],
-        env=_env(), stdout=open(logs / "worker.log", "w"), stderr=subprocess.STDOUT)
+        # a loaded 2-core machine registered the node after Ray's own 60 s once (CI): more room
+        env=_env(RAY_raylet_start_wait_time_s=240), stdout=open(logs / "worker.log", "w"),
+        stderr=subprocess.STDOUT)
     try:
         deadline, nodes, error = time.time() + 300, {}, None
         while time.time() < deadline and sorted(nodes.values()) != [HEAD, WORKER_RESOURCE]:

