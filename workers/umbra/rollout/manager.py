@@ -216,7 +216,7 @@ class RolloutManager:
             out["rollout/spec/drafting_steps_frac"] = sum(c["drafting_steps"] for c in counters) / steps if steps else 0.0
             for key, name, scale in (("c0_s", "step_cost_ms", 1e3), ("row_s", "row_cost_ms", 1e3),
                                      ("context_token_s", "context_cost_us", 1e6), ("draft_s", "draft_cost_ms", 1e3)):
-                out[f"rollout/spec/{name}"] = scale * sum(c.get(key, 0.0) for c in counters) / len(counters)
+                out[f"rollout/spec/{name}"] = scale * sum(c[key] for c in counters) / len(counters)
         return out
 
     def load_weights(self, source, version: int, only: list[int] | None = None) -> list:
