@@ -250,6 +250,8 @@ def start_instances(n: int, model_path: str, max_model_len: int, max_num_seqs: i
 
     env = {"VLLM_CPU_KVCACHE_SPACE": str(kv_cache_gib), "VLLM_CPU_OMP_THREADS_BIND": "nobind",
            "TOKENIZERS_PARALLELISM": "false"}
+    if os.environ.get("UMBRA_ENGINE_SPIN"):  # the driver's choice reaches the engine processes
+        env["UMBRA_ENGINE_SPIN"] = os.environ["UMBRA_ENGINE_SPIN"]
     actor_cls = ray.remote(RolloutInstance)
     gpus = 1 if ray.cluster_resources().get("GPU", 0) >= 1 else 0  # GPU clusters: one device per instance
     handles = [

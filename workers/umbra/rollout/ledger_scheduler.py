@@ -26,7 +26,12 @@ from vllm.v1.core.sched.async_scheduler import AsyncScheduler
 from vllm.v1.core.sched.scheduler import Scheduler
 from vllm.v1.request import RequestStatus
 
+from umbra.rollout import engine_wait
 from umbra.speculative.unpadded_chunks import unpad_chunk_starts
+
+# vLLM imports this module in the engine-core process (``scheduler_cls``), where the wait on
+# the worker's reply to each step would otherwise spin a core
+engine_wait.apply()
 
 KEY = "umbra_kv"
 
