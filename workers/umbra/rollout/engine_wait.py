@@ -26,8 +26,10 @@ _applied = False
 
 
 def apply() -> None:
-    """Make every shared-memory queue reader of this process sleep instead of spin, on CPU
-    platforms. Patches the class, so queues built before the call follow too."""
+    """On CPU platforms, make every shared-memory queue reader of this process spin only
+    ``BUSY_S`` after a read and then sleep, ``CAP_MS`` at a time. Patches the class, so queues
+    built before the call (the executor's, made before the scheduler is imported) follow too.
+    The busy window is set on each wait since vLLM sets it per queue when it builds one."""
     global _applied
     from vllm.platforms import current_platform
 
